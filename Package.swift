@@ -1,0 +1,196 @@
+// swift-tools-version:6.2
+//
+// E2EE call notifications: one alert push for every message kind, decrypted on the device.
+//
+// Layers (see README.md "Layout"):
+//   CSodium            system library: libsodium through pkg-config (the only C dependency of E2EECore)
+//   E2EECore           HPKE (RFC 9180) + Ed25519 on libsodium, wire format, padding, keys
+//   Sender             building uniform APNs requests, the APNs HTTP/2 provider, token auth
+//   APNsGateway        a local APNs-compatible HTTP/2 + TLS server (tests, demo)
+//   NotificationFilter the device side: decisions, call reporter, durable state (no HTTP/TLS stack)
+//   e2ee-*             thin executables over those libraries
+import PackageDescription
+
+let strictSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .treatWarning("ExplicitSendable", as: .error),
+]
+
+let package = Package(
+    name: "e2ee-call-notifications",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "E2EECore", targets: ["E2EECore"]),
+        .library(name: "Sender", targets: ["Sender"]),
+        .library(name: "NotificationFilter", targets: ["NotificationFilter"]),
+        .library(name: "APNsGateway", targets: ["APNsGateway"]),
+        .executable(name: "e2ee-send", targets: ["e2ee-send"]),
+        .executable(name: "e2ee-filter", targets: ["e2ee-filter"]),
+        .executable(name: "e2ee-gateway", targets: ["e2ee-gateway"]),
+        .executable(name: "e2ee-vectors", targets: ["e2ee-vectors"]),
+        .executable(name: "e2ee-bench", targets: ["e2ee-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        // MARK: C libraries
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"]), .brew(["libsodium"]), .yum(["libsodium-devel"])]
+        ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"]), .yum(["sqlite-devel"])]
+        ),
+
+        // MARK: Libraries
+        .target(
+            name: "E2EECore",
+            dependencies: ["CSodium"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "Sender",
+            dependencies: [
+                "E2EECore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "APNsGateway",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "NotificationFilter",
+            dependencies: [
+                "E2EECore",
+                "CSQLite",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+
+        // MARK: Executables (thin: parse arguments, call a builder in a library)
+        .executableTarget(
+            name: "e2ee-send",
+            dependencies: [
+                "Sender",
+                "E2EECore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "e2ee-filter",
+            dependencies: [
+                "NotificationFilter",
+                "E2EECore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "e2ee-gateway",
+            dependencies: [
+                "APNsGateway",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "e2ee-vectors",
+            dependencies: ["E2EECore"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "e2ee-bench",
+            dependencies: [
+                "E2EECore",
+                "CSodium",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strictSettings
+        ),
+
+        // MARK: Tests
+        .testTarget(
+            name: "E2EECoreTests",
+            dependencies: [
+                "E2EECore",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "APNsGatewayTests",
+            dependencies: [
+                "APNsGateway",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SenderTests",
+            dependencies: [
+                "Sender",
+                "E2EECore",
+                "APNsGateway",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "NotificationFilterTests",
+            dependencies: [
+                "NotificationFilter",
+                "E2EECore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

@@ -1,0 +1,1 @@
+// APNsGateway module: see README.md

@@ -1,0 +1,1 @@
+// NotificationFilter module: see README.md

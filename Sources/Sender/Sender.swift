@@ -1,0 +1,1 @@
+// Sender module: see README.md

@@ -1,0 +1,3 @@
+import Testing
+
+@Test func placeholderE2EECoreTests() { #expect(1 + 1 == 2) }
