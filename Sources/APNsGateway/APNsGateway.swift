@@ -1,1 +1,0 @@
-// APNsGateway module: see README.md
