@@ -60,6 +60,7 @@ let package = Package(
         .target(
             name: "E2EECore",
             dependencies: ["CSodium"],
+            exclude: ["Sodium/README.md"],
             swiftSettings: strictSettings
         ),
         .target(

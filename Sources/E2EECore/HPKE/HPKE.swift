@@ -1,0 +1,170 @@
+/// RFC 9180 Hybrid Public Key Encryption, for the one suite this package speaks:
+/// DHKEM(X25519, HKDF-SHA256) / HKDF-SHA256 / ChaCha20-Poly1305 (kem 0x0020, kdf 0x0001, aead 0x0003).
+///
+/// Built only on libsodium primitives (X25519, HMAC-SHA256 for HKDF, ChaCha20-Poly1305-IETF). All four modes
+/// are supported (base, psk, auth, auth_psk), single-shot and through contexts, plus the secret export interface.
+/// It interoperates with CryptoKit / swift-crypto `HPKE` for the same suite (tested).
+public enum HPKE: Sendable {
+    /// The HPKE mode (RFC 9180 5.1, table 1).
+    public enum Mode: UInt8, Sendable {
+        case base = 0x00
+        case psk = 0x01
+        case auth = 0x02
+        case authPSK = 0x03
+    }
+
+    /// A pre-shared key and its id, for the psk modes. Both must be non-empty (RFC 9180 5.1 VerifyPSKInputs);
+    /// RFC 9180 9.5 recommends at least 32 bytes of entropy in `key`.
+    public struct PreSharedKey: Sendable {
+        public let key: SecureBytes
+        public let id: [UInt8]
+        public init(key: SecureBytes, id: [UInt8]) {
+            self.key = key
+            self.id = id
+        }
+    }
+
+    static let kemID: UInt16 = 0x0020
+    static let kdfID: UInt16 = 0x0001
+    static let aeadID: UInt16 = 0x0003
+    static let nk = 32
+    static let nn = 12
+    static let nh = 32
+    static let nenc = 32
+
+    /// "KEM" || I2OSP(kem_id, 2)
+    static let kemSuiteID: [UInt8] = Array("KEM".utf8) + i2osp(kemID)
+    /// "HPKE" || I2OSP(kem_id, 2) || I2OSP(kdf_id, 2) || I2OSP(aead_id, 2)
+    static let hpkeSuiteID: [UInt8] = Array("HPKE".utf8) + i2osp(kemID) + i2osp(kdfID) + i2osp(aeadID)
+    private static let version: [UInt8] = Array("HPKE-v1".utf8)
+
+    static func i2osp(_ value: UInt16) -> [UInt8] { [UInt8(value >> 8), UInt8(value & 0xff)] }
+
+    // MARK: labeled KDF (RFC 9180 4)
+
+    static func labeledExtract(salt: [UInt8], label: String, ikm: [UInt8], suite: [UInt8]) -> SecureBytes {
+        Primitives.hkdfExtract(salt: salt, ikm: [version, suite, Array(label.utf8), ikm])
+    }
+
+    static func labeledExtract(salt: SecureBytes, label: String, ikm: SecureBytes, suite: [UInt8]) -> SecureBytes {
+        salt.withUnsafeBytes { s in
+            ikm.withUnsafeBytes { i in
+                var ikmCopy = Array(i)
+                defer { secureWipe(&ikmCopy) }
+                return Primitives.hkdfExtract(salt: Array(s), ikm: [version, suite, Array(label.utf8), ikmCopy])
+            }
+        }
+    }
+
+    static func labeledExpand(
+        prk: SecureBytes,
+        label: String,
+        info: [UInt8],
+        length: Int,
+        suite: [UInt8]
+    ) throws(E2EEError) -> SecureBytes {
+        guard length <= 0xffff else { throw E2EEError.invalidArgument("HPKE LabeledExpand length above 65535") }
+        let labeledInfo = i2osp(UInt16(length)) + version + suite + Array(label.utf8) + info
+        return try Primitives.hkdfExpand(prk: prk, info: labeledInfo, length: length)
+    }
+
+    // MARK: DHKEM(X25519, HKDF-SHA256) (RFC 9180 4.1)
+
+    static func extractAndExpand(dh: [UInt8], kemContext: [UInt8]) throws(E2EEError) -> SecureBytes {
+        let prk = labeledExtract(salt: [], label: "eae_prk", ikm: dh, suite: kemSuiteID)
+        return try labeledExpand(prk: prk, label: "shared_secret", info: kemContext, length: nh, suite: kemSuiteID)
+    }
+
+    /// Encap / AuthEncap. Returns (shared_secret, enc).
+    static func encapsulate(
+        recipient: X25519PublicKey,
+        sender: X25519PrivateKey?,
+        ephemeral: X25519PrivateKey
+    ) throws(E2EEError) -> (sharedSecret: SecureBytes, enc: [UInt8]) {
+        let enc = ephemeral.publicKey.rawRepresentation
+        var dh = try Primitives.x25519(secret: ephemeral.secret, publicKey: recipient.rawRepresentation).withUnsafeBytes {
+            Array($0)
+        }
+        defer { secureWipe(&dh) }
+        var kemContext = enc + recipient.rawRepresentation
+        if let sender {
+            let dhS = try Primitives.x25519(secret: sender.secret, publicKey: recipient.rawRepresentation)
+            dhS.withUnsafeBytes { dh.append(contentsOf: $0) }
+            kemContext += sender.publicKey.rawRepresentation
+        }
+        return (try extractAndExpand(dh: dh, kemContext: kemContext), enc)
+    }
+
+    /// Decap / AuthDecap. A low-order `enc` (all-zero DH) is reported as `.openFailed`, like every other failure
+    /// to open.
+    static func decapsulate(
+        enc: [UInt8],
+        recipient: X25519PrivateKey,
+        senderPublicKey: X25519PublicKey?
+    ) throws(E2EEError) -> SecureBytes {
+        guard enc.count == nenc else { throw E2EEError.openFailed() }
+        var dh: [UInt8]
+        do {
+            dh = try Primitives.x25519(secret: recipient.secret, publicKey: enc).withUnsafeBytes { Array($0) }
+            if let senderPublicKey {
+                let dhS = try Primitives.x25519(secret: recipient.secret, publicKey: senderPublicKey.rawRepresentation)
+                dhS.withUnsafeBytes { dh.append(contentsOf: $0) }
+            }
+        } catch {
+            throw E2EEError.openFailed()
+        }
+        defer { secureWipe(&dh) }
+        var kemContext = enc + recipient.publicKey.rawRepresentation
+        if let senderPublicKey { kemContext += senderPublicKey.rawRepresentation }
+        return try extractAndExpand(dh: dh, kemContext: kemContext)
+    }
+
+    // MARK: key schedule (RFC 9180 5.1)
+
+    static func keySchedule(
+        mode: Mode,
+        sharedSecret: SecureBytes,
+        info: [UInt8],
+        psk: PreSharedKey?
+    ) throws(E2EEError) -> KeySchedule {
+        let pskID = psk?.id ?? []
+        let pskKey = psk?.key ?? SecureBytes(copying: [])
+        // VerifyPSKInputs
+        let hasPSK = psk.map { $0.key.count > 0 } ?? false
+        let hasPSKID = !pskID.isEmpty
+        guard hasPSK == hasPSKID else {
+            throw E2EEError.invalidArgument("HPKE: a psk and a psk id must both be given, or neither")
+        }
+        let needsPSK = mode == .psk || mode == .authPSK
+        guard hasPSK == needsPSK else {
+            throw E2EEError.invalidArgument(needsPSK ? "HPKE: this mode needs a psk" : "HPKE: a psk was given to a non-psk mode")
+        }
+
+        let pskIDHash = labeledExtract(salt: [], label: "psk_id_hash", ikm: pskID, suite: hpkeSuiteID)
+        let infoHash = labeledExtract(salt: [], label: "info_hash", ikm: info, suite: hpkeSuiteID)
+        var context = [mode.rawValue]
+        pskIDHash.withUnsafeBytes { context += $0 }
+        infoHash.withUnsafeBytes { context += $0 }
+
+        let secret = labeledExtract(salt: sharedSecret, label: "secret", ikm: pskKey, suite: hpkeSuiteID)
+        let key = try labeledExpand(prk: secret, label: "key", info: context, length: nk, suite: hpkeSuiteID)
+        let baseNonce = try labeledExpand(prk: secret, label: "base_nonce", info: context, length: nn, suite: hpkeSuiteID)
+        let exporter = try labeledExpand(prk: secret, label: "exp", info: context, length: nh, suite: hpkeSuiteID)
+        return KeySchedule(key: key, baseNonce: baseNonce.withUnsafeBytes { Array($0) }, exporterSecret: exporter)
+    }
+
+    struct KeySchedule: Sendable {
+        let key: SecureBytes
+        let baseNonce: [UInt8]
+        let exporterSecret: SecureBytes
+    }
+
+    static func mode(sender: Bool, psk: PreSharedKey?) -> Mode {
+        switch (sender, psk != nil) {
+        case (false, false): .base
+        case (false, true): .psk
+        case (true, false): .auth
+        case (true, true): .authPSK
+        }
+    }
+}

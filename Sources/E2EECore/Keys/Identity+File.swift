@@ -1,0 +1,128 @@
+extension Identity {
+    static let magic: [UInt8] = Array("E2EEID".utf8) + [0x00, 0x01]
+    static let plainProtection: UInt8 = 0x00
+    static let passphraseProtection: UInt8 = 0x01
+
+    /// Argon2id limits for a locked identity file (libsodium's "moderate": 3 passes, 256 MiB).
+    public struct PassphraseCost: Sendable {
+        public var opsLimit: UInt64
+        public var memLimit: UInt64
+        public static let moderate = PassphraseCost(opsLimit: Primitives.pwhashOpsLimitModerate, memLimit: Primitives.pwhashMemLimitModerate)
+        /// For tests only: the smallest limits libsodium accepts.
+        public static let minimum = PassphraseCost(opsLimit: Primitives.pwhashOpsLimitMin, memLimit: Primitives.pwhashMemLimitMin)
+    }
+
+    /// Writes the identity file (mode 0600, atomic), locked with `passphrase` when one is given.
+    public func save(path: String, passphrase: SecureBytes? = nil, cost: PassphraseCost = .moderate) throws(E2EEError) {
+        var body = try self.encodeBody()
+        defer { secureWipe(&body) }
+        var file = Identity.magic
+        defer { secureWipe(&file) }
+        if let passphrase {
+            let salt = Primitives.randomBytes(Primitives.pwhashSaltLength)
+            let nonce = Primitives.randomBytes(Primitives.secretboxNonceLength)
+            let key = try Primitives.passphraseKey(passphrase: passphrase, salt: salt, opsLimit: cost.opsLimit, memLimit: cost.memLimit)
+            var w = ByteWriter()
+            w.u8(Identity.passphraseProtection)
+            w.u64(cost.opsLimit)
+            w.u64(cost.memLimit)
+            w.raw(salt)
+            w.raw(nonce)
+            file += w.bytes
+            file += try body.withBytes { (b: UnsafeRawBufferPointer) throws(E2EEError) in
+                try Primitives.secretboxSeal(key: key, nonce: nonce, plaintext: b)
+            }
+        } else {
+            file.append(Identity.plainProtection)
+            file += body
+        }
+        try SecretFile.write(path: path, bytes: SecureBytes(copying: file))
+    }
+
+    /// True when the identity file at `path` is locked with a passphrase (reads only the clear header).
+    public static func isLocked(path: String) throws(E2EEError) -> Bool {
+        let file = try SecretFile.read(path: path)
+        return file.withUnsafeBytes { $0.count > magic.count && Array($0.prefix(magic.count)) == magic && $0[magic.count] == passphraseProtection }
+    }
+
+    /// Loads an identity file.
+    ///
+    /// - Parameter passphrase: needed when the file is locked.
+    /// - Throws: `.insecureFile` (mode allows group/other access), `.keyFile` (unreadable or not an identity
+    ///   file), `.locked` (locked and no passphrase, or a wrong one).
+    public static func load(path: String, passphrase: SecureBytes? = nil) throws(E2EEError) -> Identity {
+        let file = try SecretFile.read(path: path)
+        var bytes = file.withUnsafeBytes { Array($0) }
+        defer { secureWipe(&bytes) }
+        let badFile = { @Sendable (what: String) in E2EEError(.keyFile, "\(path) is not a valid identity file: \(what)") }
+        var r = ByteReader(bytes, makeError: badFile)
+        guard try r.take(magic.count, "magic") == magic else { throw badFile("wrong magic or version") }
+        switch try r.u8("protection") {
+        case plainProtection:
+            return try decodeBody(bytes, range: r.offset..<bytes.count, makeError: badFile)
+        case passphraseProtection:
+            let ops = try r.u64("opslimit")
+            let mem = try r.u64("memlimit")
+            let salt = try r.take(Primitives.pwhashSaltLength, "salt")
+            let nonce = try r.take(Primitives.secretboxNonceLength, "nonce")
+            let sealed = try r.take(r.remaining, "sealed body")
+            guard let passphrase else {
+                throw E2EEError(.locked, "\(path) is locked: unlock it with its passphrase")
+            }
+            let key = try Primitives.passphraseKey(passphrase: passphrase, salt: salt, opsLimit: ops, memLimit: mem)
+            let body = try Primitives.secretboxOpen(key: key, nonce: nonce, ciphertext: sealed)
+            var plain = body.withUnsafeBytes { Array($0) }
+            defer { secureWipe(&plain) }
+            return try decodeBody(plain, range: 0..<plain.count, makeError: badFile)
+        default:
+            throw badFile("unknown protection byte")
+        }
+    }
+
+    /// body: user_id str8 | display_name str8 | signing_seed [32] | key_count u8 |
+    ///       key_count × (x25519_secret [32] | created_at_ms u64 | retired_at_ms u64, 0 = current)
+    func encodeBody() throws(E2EEError) -> [UInt8] {
+        var w = ByteWriter()
+        try w.str8(self.userID, field: "user id", allowEmpty: false)
+        try w.str8(self.displayName, field: "display name")
+        self.signingKey.seed.withUnsafeBytes { w.raw(Array($0)) }
+        w.u8(UInt8(self.deviceKeys.count))
+        for key in self.deviceKeys {
+            key.privateKey.secret.withUnsafeBytes { w.raw(Array($0)) }
+            w.u64(key.createdAtMs)
+            w.u64(key.retiredAtMs ?? 0)
+        }
+        return w.bytes
+    }
+
+    static func decodeBody(
+        _ bytes: [UInt8],
+        range: Range<Int>,
+        makeError: @escaping @Sendable (String) -> E2EEError
+    ) throws(E2EEError) -> Identity {
+        var r = ByteReader(bytes, range: range, makeError: makeError)
+        let userID = try r.str8("user id", allowEmpty: false)
+        let displayName = try r.str8("display name")
+        var seed = try r.take(Primitives.ed25519SeedLength, "signing seed")
+        defer { secureWipe(&seed) }
+        let signingKey = try SigningPrivateKey(seed: SecureBytes(copying: seed))
+        let count = Int(try r.u8("key count"))
+        var keys: [DeviceKey] = []
+        for _ in 0..<count {
+            var secret = try r.take(Primitives.x25519KeyLength, "device key")
+            defer { secureWipe(&secret) }
+            let created = try r.u64("created at")
+            let retired = try r.u64("retired at")
+            keys.append(
+                DeviceKey(
+                    privateKey: try X25519PrivateKey(secret: SecureBytes(copying: secret)), createdAtMs: created,
+                    retiredAtMs: retired == 0 ? nil : retired))
+        }
+        try r.expectEnd("identity")
+        do {
+            return try Identity(userID: userID, displayName: displayName, signingKey: signingKey, deviceKeys: keys)
+        } catch {
+            throw makeError(error.message)
+        }
+    }
+}
