@@ -1,0 +1,118 @@
+import Logging
+
+extension APNsClient {
+    /// One push from start to result: local checks, attempts, token regeneration, retries, registry update.
+    func deliver(_ request: APNsRequest) async -> APNsResult {
+        let deviceToken = request.deviceToken
+        var metadata: Logger.Metadata = ["apns.token.prefix": "\(deviceToken.prefix(8))"]
+        if let id = request.apnsID { metadata["apns.id"] = "\(id)" }
+
+        guard Self.isHex(deviceToken) else {
+            return self.finish(APNsResult(deviceToken: deviceToken, apnsID: request.apnsID, attempts: 0,
+                                          localOutcome: .invalidDeviceToken), metadata)
+        }
+        if let entry = await self.tokenRegistry.entry(for: deviceToken) {
+            return self.finish(APNsResult(deviceToken: deviceToken, apnsID: request.apnsID, attempts: 0,
+                                          localOutcome: .tokenInactive(since: entry.timestamp ?? 0)), metadata)
+        }
+
+        let policy = self.configuration.retryPolicy
+        var attempts = 0
+        var policyAttempts = 0
+        var regenerated = false
+        var token = await self.tokens.currentToken()
+        while true {
+            if self.isShutDown {
+                return self.finish(APNsResult(deviceToken: deviceToken, apnsID: request.apnsID, attempts: attempts,
+                                              localOutcome: .clientShutdown), metadata)
+            }
+            if Task.isCancelled {
+                return self.finish(APNsResult(deviceToken: deviceToken, apnsID: request.apnsID, attempts: attempts,
+                                              localOutcome: .cancelled), metadata)
+            }
+            attempts += 1
+            policyAttempts += 1
+            let outcome = await self.window.withSlot { await self.exchange(request, token: token) }
+            let answer: APNsExchangeAnswer
+            switch outcome {
+            case .answered(let value):
+                answer = value
+            case .local(let local):
+                return self.finish(APNsResult(deviceToken: deviceToken, apnsID: request.apnsID, attempts: attempts,
+                                              localOutcome: local), metadata)
+            }
+            let result = APNsResult(
+                deviceToken: deviceToken,
+                apnsID: answer.apnsID ?? request.apnsID,
+                status: answer.status,
+                reason: answer.status == 200 ? nil : (answer.reason ?? .unknown),
+                timestamp: answer.status == 410 ? answer.timestamp : nil,
+                attempts: attempts
+            )
+            if answer.status != 403 { self.markTokenConfirmed() }
+
+            if answer.status == 403, result.reason == .expiredProviderToken, !regenerated {
+                regenerated = true
+                policyAttempts -= 1  // the regeneration retry is not a policy retry
+                guard let fresh = await self.tokens.tokenRejectedAsExpired(token) else {
+                    return self.finish(result, metadata)
+                }
+                self.logger.notice(
+                    "APNs answered ExpiredProviderToken; retrying once with a newer token",
+                    metadata: metadata.merging(["apns.jwt.sha256": "\(fresh.fingerprint)"]) { $1 }
+                )
+                token = fresh
+                continue
+            }
+            if answer.status == 410 {
+                await self.tokenRegistry.markInactive(deviceToken, timestamp: answer.timestamp)
+                return self.finish(result, metadata)
+            }
+            guard RetryPolicy.isRetryable(status: answer.status), policyAttempts < policy.maxAttempts else {
+                return self.finish(result, metadata)
+            }
+            let delay = policy.delay(beforeRetry: policyAttempts, random: Double.random(in: 0..<1))
+            self.logger.notice(
+                "APNs answered \(answer.status); retrying after \(delay)",
+                metadata: metadata.merging([
+                    "apns.status": "\(answer.status)", "apns.reason": "\(result.reason ?? .unknown)",
+                    "apns.attempts": "\(attempts)",
+                ]) { $1 }
+            )
+            do {
+                try await policy.sleep(delay)
+            } catch {
+                return self.finish(result, metadata)
+            }
+            // A token may have crossed its refresh age while we slept.
+            token = await self.tokens.currentToken()
+        }
+    }
+
+    private func finish(_ result: APNsResult, _ base: Logger.Metadata) -> APNsResult {
+        var metadata = base
+        if let id = result.apnsID { metadata["apns.id"] = "\(id)" }
+        metadata["apns.attempts"] = "\(result.attempts)"
+        if let status = result.status { metadata["apns.status"] = "\(status)" }
+        if let reason = result.reason { metadata["apns.reason"] = "\(reason)" }
+        if let timestamp = result.timestamp { metadata["apns.timestamp"] = "\(timestamp)" }
+        if let local = result.localOutcome {
+            metadata["apns.local"] = "\(local.code)"
+            self.logger.warning("push not answered by APNs: \(local.message)", metadata: metadata)
+        } else if result.isSuccess {
+            self.logger.debug("push accepted by APNs", metadata: metadata)
+        } else {
+            self.logger.warning("push refused by APNs", metadata: metadata)
+        }
+        return result
+    }
+
+    static func isHex(_ token: String) -> Bool {
+        !token.isEmpty
+            && token.utf8.allSatisfy { byte in
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                    || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+                    || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
+            }
+    }
+}

@@ -1,0 +1,95 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// What APNs answered to one HTTP request.
+struct APNsExchangeAnswer: Sendable {
+    var status: Int
+    var apnsID: String?
+    var reason: APNsReason?
+    var timestamp: Int64?
+}
+
+/// The result of one HTTP request: an answer, or why there is none.
+enum APNsExchangeOutcome: Sendable {
+    case answered(APNsExchangeAnswer)
+    case local(APNsLocalOutcome)
+}
+
+extension APNsClient {
+    /// The largest error body read; APNs bodies are a few dozen bytes.
+    static let maximumResponseBody = 16 * 1024
+
+    /// Makes one HTTP/2 request with `token` and decodes the answer, bounded by the per-stream timeout.
+    func exchange(_ request: APNsRequest, token: APNsProviderToken) async -> APNsExchangeOutcome {
+        let timeout = self.configuration.streamTimeout
+        let deadline = NIODeadline.now() + Self.timeAmount(timeout)
+        var http = HTTPClientRequest(url: "\(self.configuration.environment.baseURL)/3/device/\(request.deviceToken)")
+        http.method = .POST
+        for (name, value) in request.headers.sorted(by: { $0.key < $1.key }) {
+            let lowercased = name.lowercased()
+            // The provider owns authentication and framing headers; a request never overrides them.
+            guard lowercased != "authorization", lowercased != "content-length", !lowercased.hasPrefix(":") else {
+                continue
+            }
+            http.headers.add(name: lowercased, value: value)
+        }
+        http.headers.add(name: "authorization", value: "bearer \(token.jwt)")
+        // AsyncHTTPClient sets content-length from the known body length.
+        http.body = .bytes(ByteBuffer(bytes: request.bodyBytes))
+
+        do {
+            let response = try await self.http.execute(http, deadline: deadline)
+            let bytes = try await response.body.collect(upTo: Self.maximumResponseBody)
+            let decoded = Self.decodeErrorBody(Array(buffer: bytes))
+            return .answered(
+                APNsExchangeAnswer(
+                    status: Int(response.status.code),
+                    apnsID: response.headers.first(name: "apns-id"),
+                    reason: decoded.reason,
+                    timestamp: decoded.timestamp
+                )
+            )
+        } catch let error as HTTPClientError {
+            switch error {
+            case .deadlineExceeded, .readTimeout:
+                return .local(.timeout(after: timeout))
+            case .alreadyShutdown:
+                return .local(.clientShutdown)
+            case .cancelled:
+                return .local(self.isShutDown ? .clientShutdown : .cancelled)
+            default:
+                if NIODeadline.now() >= deadline { return .local(.timeout(after: timeout)) }
+                return .local(self.isShutDown ? .clientShutdown : .connectionError("\(error)"))
+            }
+        } catch is CancellationError {
+            return .local(.cancelled)
+        } catch {
+            if NIODeadline.now() >= deadline { return .local(.timeout(after: timeout)) }
+            return .local(self.isShutDown ? .clientShutdown : .connectionError(Self.describe(error)))
+        }
+    }
+
+    /// Decodes `{"reason": ..., "timestamp": ...}`, tolerating an empty body, a missing field, a string timestamp
+    /// and fields we do not know.
+    static func decodeErrorBody(_ bytes: [UInt8]) -> (reason: APNsReason?, timestamp: Int64?) {
+        guard !bytes.isEmpty,
+            let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
+        else { return (nil, nil) }
+        let reason = (object["reason"] as? String).map(APNsReason.init(rawValue:))
+        let timestamp: Int64?
+        switch object["timestamp"] {
+        case let number as NSNumber: timestamp = number.int64Value
+        case let text as String: timestamp = Int64(text)
+        default: timestamp = nil
+        }
+        return (reason, timestamp)
+    }
+
+    /// A short description of a transport error that carries no request data.
+    private static func describe(_ error: any Error) -> String {
+        let text = String(describing: error)
+        return text.count > 200 ? String(text.prefix(200)) + "..." : text
+    }
+}
