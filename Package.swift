@@ -64,6 +64,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "E2EETestVectors",
+            dependencies: ["E2EECore"],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "Sender",
             dependencies: [
                 "E2EECore",
@@ -136,7 +141,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "e2ee-vectors",
-            dependencies: ["E2EECore"],
+            dependencies: ["E2EECore", "E2EETestVectors"],
             swiftSettings: strictSettings
         ),
         .executableTarget(
@@ -154,6 +159,7 @@ let package = Package(
             name: "E2EECoreTests",
             dependencies: [
                 "E2EECore",
+                "E2EETestVectors",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings

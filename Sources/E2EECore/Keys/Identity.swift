@@ -34,6 +34,19 @@ public struct Identity: Sendable, CustomStringConvertible {
             deviceKeys: [DeviceKey(privateKey: .generate(), createdAtMs: nowMs, retiredAtMs: nil)])
     }
 
+    /// An identity from given keys (test vectors, imports). Device keys oldest first.
+    @_spi(Vectors)
+    public init(
+        userID: String,
+        displayName: String,
+        signingKey: SigningPrivateKey,
+        deviceKeys: [(key: X25519PrivateKey, createdAtMs: UInt64, retiredAtMs: UInt64?)]
+    ) throws(E2EEError) {
+        try self.init(
+            userID: userID, displayName: displayName, signingKey: signingKey,
+            deviceKeys: deviceKeys.map { DeviceKey(privateKey: $0.key, createdAtMs: $0.createdAtMs, retiredAtMs: $0.retiredAtMs) })
+    }
+
     init(userID: String, displayName: String, signingKey: SigningPrivateKey, deviceKeys: [DeviceKey]) throws(E2EEError) {
         guard (1...InnerMessage.maximumUserIDLength).contains(userID.utf8.count) else {
             throw E2EEError.invalidArgument("a user id is 1-64 bytes of UTF-8")

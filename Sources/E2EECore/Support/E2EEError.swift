@@ -54,7 +54,7 @@ public struct E2EEError: Error, Hashable, Sendable, CustomStringConvertible {
     public let file: String
     public let line: Int
 
-    init(_ code: Code, _ message: String, file: String = #fileID, line: Int = #line) {
+    public init(_ code: Code, _ message: String, file: String = #fileID, line: Int = #line) {
         self.code = code
         self.message = message
         self.file = file

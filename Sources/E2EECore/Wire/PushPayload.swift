@@ -56,7 +56,19 @@ public enum PushPayload: Sendable {
         guard message.senderSigningKeyID == signingKey.publicKey.keyID else {
             throw E2EEError.invalidArgument("the message names signing key \(message.senderSigningKeyID), not the given key")
         }
-        let recipientKeyID = recipient.keyID
+        return try self.sealUnchecked(message, to: recipient, recipientKeyID: recipient.keyID, signingKey: signingKey, ephemeral: ephemeral)
+    }
+
+    /// Seals without checking that the message names the signing key, and with a given recipient key id in the
+    /// clear header: only for building negative test vectors (forged signatures, mislabelled envelopes).
+    @_spi(Vectors)
+    public static func sealUnchecked(
+        _ message: InnerMessage,
+        to recipient: X25519PublicKey,
+        recipientKeyID: KeyID,
+        signingKey: SigningPrivateKey,
+        ephemeral: X25519PrivateKey
+    ) throws(E2EEError) -> SealedPush {
         var context = try HPKE.SenderContext(
             recipient: recipient, info: WireProtocol.hpkeInfo(recipientKeyID: recipientKeyID), ephemeral: ephemeral)
         let enc = context.encapsulatedKey

@@ -1,0 +1,162 @@
+@_spi(Vectors) public import E2EECore
+import Foundation
+
+/// The project's own wire-format vectors (Fixtures/e2ee-vectors.json): fixed keys, ephemeral keys, message ids,
+/// times and padding give exact APNs body bytes; negative vectors give expected error codes.
+///
+/// Everything is derived deterministically from labels with SHA-256-free arithmetic-free means: each secret is
+/// `HPKE DeriveKeyPair`-style derivation of a fixed label (see ``seed(_:)``), so the file is reproducible by
+/// `swift run e2ee-vectors > Fixtures/e2ee-vectors.json` and a test fails if code and fixture disagree.
+public enum ProjectVectors: Sendable {
+    /// 32 deterministic bytes for a label: the label's UTF-8 repeated/truncated, XOR-mixed with its index.
+    /// (Deliberately simple: anyone can recompute it from PROTOCOL.md's description.)
+    public static func seed(_ label: String) -> [UInt8] {
+        let utf8 = Array("e2ee-vectors/\(label)".utf8)
+        return (0..<32).map { i in utf8[i % utf8.count] ^ UInt8(i) }
+    }
+
+    public static let baseTimeMs: UInt64 = 1_790_000_000_000
+    public static let ringTimeout: UInt16 = 30
+
+    public struct Keys: Sendable {
+        public let recipient: Identity
+        public let sender: Identity
+        public let stranger: Identity
+        public var contacts: ContactBook { ContactBook([self.sender.card()]) }
+    }
+
+    public static func keys() -> Keys {
+        func identity(_ name: String, display: String, rotated: Bool) -> Identity {
+            var keys: [(key: X25519PrivateKey, createdAtMs: UInt64, retiredAtMs: UInt64?)] = []
+            if rotated {
+                keys.append((try! X25519PrivateKey(secret: SecureBytes(copying: seed("\(name)/device-key-old"))), baseTimeMs - 86_400_000, baseTimeMs - 3_600_000))
+            }
+            keys.append((try! X25519PrivateKey(secret: SecureBytes(copying: seed("\(name)/device-key"))), baseTimeMs - 3_600_000, nil))
+            return try! Identity(
+                userID: name, displayName: display,
+                signingKey: SigningPrivateKey(seed: SecureBytes(copying: seed("\(name)/signing-key"))), deviceKeys: keys)
+        }
+        return Keys(
+            recipient: identity("bob", display: "Bob", rotated: true),
+            sender: identity("alice", display: "Alice Example", rotated: false),
+            stranger: identity("mallory", display: "Mallory", rotated: false))
+    }
+
+    /// The messages of the positive vectors, by name.
+    public static func messages(sender: Identity) -> [(name: String, message: InnerMessage)] {
+        let callID = UUID(uuidString: "6F1C8A52-3B1E-4C7A-9D2E-5A4B3C2D1E0F")!
+        func message(_ n: UInt8, _ content: MessageContent) -> InnerMessage {
+            InnerMessage(
+                messageID: try! MessageID(bytes: (0..<16).map { UInt8($0) &+ n &* 16 }),
+                sentAtMs: baseTimeMs + UInt64(n) * 1000, senderUserID: sender.userID,
+                senderSigningKeyID: sender.signingKey.publicKey.keyID, content: content)
+        }
+        let body1k = String(repeating: "Lorem ipsum dolor sit amet, consectetur adipiscing elit. ", count: 18)
+        return [
+            ("call-invite", message(1, .callInvite(CallInvite(callID: callID, callerHandle: "alice", displayName: "Alice Example", hasVideo: true, ringTimeoutSeconds: ringTimeout)))),
+            ("call-invite-group", message(2, .callInvite(CallInvite(callID: callID, callerHandle: "alice", displayName: "Alice Example", hasVideo: false, ringTimeoutSeconds: 45, groupParticipants: ["carol", "dave"], customHeaders: ["x-room": "standup", "x-conf": "7"])))),
+            ("call-cancel", message(3, .callCancel(CallCancel(callID: callID, reason: .answeredElsewhere)))),
+            ("text", message(4, .text(TextMessage(threadID: "thread-42", title: "Lunch?", body: "Are we still on for 12:30?")))),
+            ("text-1k", message(5, .text(TextMessage(threadID: "thread-42", title: "Long read", body: String(body1k.prefix(1024)))))),
+            ("text-large-bucket", message(6, .text(TextMessage(threadID: "thread-42", title: "Longer read", body: String(repeating: "x", count: 2000))))),
+            ("receipt", message(7, .receipt(Receipt(messageIDs: [try! MessageID(bytes: [UInt8](repeating: 0xAB, count: 16)), try! MessageID(bytes: [UInt8](repeating: 0xCD, count: 16))])))),
+        ]
+    }
+
+    /// Builds the whole vector file (JSON, sorted keys, one trailing newline).
+    public static func generate() -> [UInt8] {
+        let keys = keys()
+        var positives: [[String: Any]] = []
+        var bodies: [String: [UInt8]] = [:]
+        for (index, (name, message)) in messages(sender: keys.sender).enumerated() {
+            let ephemeral = try! X25519PrivateKey(secret: SecureBytes(copying: seed("ephemeral/\(index)")))
+            let sealed = try! PushPayload.seal(message, to: keys.recipient.currentDeviceKey.privateKey.publicKey, signingKey: keys.sender.signingKey, ephemeral: ephemeral)
+            bodies[name] = sealed.body
+            positives.append([
+                "name": name,
+                "kind": message.kind.description,
+                "ephemeral_secret_seed_label": "ephemeral/\(index)",
+                "enc": Hex.encode(sealed.envelope.encapsulatedKey),
+                "message_id": message.messageID.hex,
+                "sent_at_ms": message.sentAtMs,
+                "recipient_key_id": sealed.envelope.recipientKeyID.hex,
+                "bucket": sealed.bucket,
+                "envelope": Hex.encode(sealed.envelope.serialized),
+                "body": sealed.bodyString,
+                "body_length": sealed.body.count,
+            ])
+        }
+
+        // Negative vectors, derived from the call invite.
+        let invite = messages(sender: keys.sender)[0].message
+        let inviteBody = bodies["call-invite"]!
+        let envelope = try! PushPayload.envelope(fromBody: inviteBody).serialized
+        func bodyFor(_ envelopeBytes: [UInt8]) -> String {
+            "{\"aps\":{\"alert\":{\"title\":\"\(WireProtocol.placeholderTitle)\",\"body\":\"\(WireProtocol.placeholderBody)\"},\"mutable-content\":1},\"e2ee\":\"" + Data(envelopeBytes).base64EncodedString() + "\"}"
+        }
+        func flipped(_ offset: Int) -> [UInt8] {
+            var e = envelope
+            e[offset] ^= 0x01
+            return e
+        }
+        let ephemeral = try! X25519PrivateKey(secret: SecureBytes(copying: seed("ephemeral/negative")))
+        let recipientKey = keys.recipient.currentDeviceKey.privateKey.publicKey
+        let forged = try! PushPayload.sealUnchecked(invite, to: recipientKey, recipientKeyID: recipientKey.keyID, signingKey: keys.stranger.signingKey, ephemeral: ephemeral)
+        let strangerMessage = InnerMessage(messageID: invite.messageID, sentAtMs: invite.sentAtMs, senderUserID: keys.stranger.userID, senderSigningKeyID: keys.stranger.signingKey.publicKey.keyID, content: invite.content)
+        let unknownSender = try! PushPayload.seal(strangerMessage, to: recipientKey, signingKey: keys.stranger.signingKey, ephemeral: ephemeral)
+        let otherRecipient = try! PushPayload.seal(invite, to: keys.stranger.currentDeviceKey.privateKey.publicKey, signingKey: keys.sender.signingKey, ephemeral: ephemeral)
+        let mislabelled = try! PushPayload.sealUnchecked(invite, to: keys.stranger.currentDeviceKey.privateKey.publicKey, recipientKeyID: recipientKey.keyID, signingKey: keys.sender.signingKey, ephemeral: ephemeral)
+        var lowOrder = envelope
+        for i in 11..<43 { lowOrder[i] = 0 }
+        var version2 = envelope
+        version2[0] = 0x02
+
+        let negatives: [(String, String, E2EEError.Code)] = [
+            ("flip-version", bodyFor(flipped(0)), .unsupportedVersion),
+            ("unknown-version-2", bodyFor(version2), .unsupportedVersion),
+            ("flip-suite", bodyFor(flipped(2)), .unsupportedSuite),
+            ("flip-key-id", bodyFor(flipped(3)), .unknownRecipientKey),
+            ("flip-enc", bodyFor(flipped(11)), .openFailed),
+            ("flip-ciphertext", bodyFor(flipped(43)), .openFailed),
+            ("flip-tag", bodyFor(flipped(envelope.count - 1)), .openFailed),
+            ("low-order-enc", bodyFor(lowOrder), .openFailed),
+            ("truncated-header", bodyFor(Array(envelope.prefix(20))), .malformedEnvelope),
+            ("truncated-ciphertext", bodyFor(Array(envelope.dropLast(1))), .malformedEnvelope),
+            ("empty-envelope", bodyFor([]), .malformedEnvelope),
+            ("wrong-recipient", otherRecipient.bodyString, .unknownRecipientKey),
+            ("wrong-recipient-key-id-relabelled", mislabelled.bodyString, .openFailed),
+            ("bad-signature", forged.bodyString, .badSignature),
+            ("unknown-sender", unknownSender.bodyString, .unknownSender),
+            ("bad-base64", bodyFor([]).replacingOccurrences(of: "\"e2ee\":\"\"", with: "\"e2ee\":\"!!not base64!!\""), .malformedEnvelope),
+            ("not-json", "{\"aps\":", .malformedEnvelope),
+            ("foreign-payload", "{\"aps\":{\"alert\":\"hi\"}}", .foreignPayload),
+            ("too-large", String(decoding: inviteBody, as: UTF8.self).replacingOccurrences(of: "\"mutable-content\":1", with: "\"mutable-content\":1,\"pad\":\"" + String(repeating: "p", count: 4097 - inviteBody.count - 9) + "\""), .tooLarge),
+        ]
+
+        let keyInfo: [String: Any] = [
+            "seed_rule": "seed(label) = [utf8(\"e2ee-vectors/\" + label)[i % n] XOR i for i in 0..<32]",
+            "recipient_user_id": keys.recipient.userID,
+            "recipient_device_key_seed_label": "bob/device-key",
+            "recipient_device_public_key": Hex.encode(recipientKey.rawRepresentation),
+            "recipient_device_key_id": recipientKey.keyID.hex,
+            "recipient_old_device_key_seed_label": "bob/device-key-old",
+            "recipient_old_device_key_id": keys.recipient.deviceKeys[0].keyID.hex,
+            "sender_user_id": keys.sender.userID,
+            "sender_signing_key_seed_label": "alice/signing-key",
+            "sender_signing_public_key": Hex.encode(keys.sender.signingKey.publicKey.rawRepresentation),
+            "sender_signing_key_id": keys.sender.signingKey.publicKey.keyID.hex,
+            "stranger_signing_key_seed_label": "mallory/signing-key",
+            "stranger_device_key_seed_label": "mallory/device-key",
+        ]
+        let file: [String: Any] = [
+            "description": "E2EE push wire format v1 vectors. Regenerate: swift run e2ee-vectors > Fixtures/e2ee-vectors.json. Spec: docs/PROTOCOL.md.",
+            "protocol_version": Int(WireProtocol.version),
+            "suite": Int(WireProtocol.suite),
+            "keys": keyInfo,
+            "positive": positives,
+            "negative": negatives.map { ["name": $0.0, "body": $0.1, "expected_error": $0.2.rawValue] },
+        ]
+        let data = try! JSONSerialization.data(withJSONObject: file, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])
+        return Array(data) + [0x0A]
+    }
+}
