@@ -1,0 +1,114 @@
+public import E2EECore
+public import Foundation
+
+/// One request to send, as `e2ee-send batch` reads it: a JSON object per line.
+///
+/// ```json
+/// {"kind":"call","to":"bob","call_id":"<UUID>","video":true,"ring_timeout":30}
+/// {"kind":"cancel","to":"bob","call_id":"<UUID>","reason":"remoteEnded"}
+/// {"kind":"text","to":"bob","thread":"t1","title":"Hi","body":"Lunch?"}
+/// {"kind":"receipt","to":"bob","message_ids":["<32 hex>"]}
+/// ```
+/// Optional on every kind: `device_token` (overrides the card's), `message_id` (32 hex; random by default).
+/// Call options: `handle` (default: the sender's user id), `display_name` (default: the sender's), `participants`,
+/// `headers`.
+public struct SendRequest: Sendable, Codable, Hashable {
+    public var kind: String
+    public var to: String
+    public var deviceToken: String?
+    public var messageID: String?
+    public var callID: String?
+    public var video: Bool?
+    public var ringTimeout: Int?
+    public var handle: String?
+    public var displayName: String?
+    public var participants: [String]?
+    public var headers: [String: String]?
+    public var reason: String?
+    public var thread: String?
+    public var title: String?
+    public var body: String?
+    public var messageIDs: [String]?
+
+    enum CodingKeys: String, CodingKey {
+        case kind, to, video, handle, participants, headers, reason, thread, title, body
+        case deviceToken = "device_token"
+        case messageID = "message_id"
+        case callID = "call_id"
+        case ringTimeout = "ring_timeout"
+        case displayName = "display_name"
+        case messageIDs = "message_ids"
+    }
+
+    public init(kind: String, to: String) {
+        self.kind = kind
+        self.to = to
+    }
+
+    /// Parses one JSON line. - Throws: `.badRequest` saying what is wrong.
+    public static func parse(line: String) throws(SenderError) -> SendRequest {
+        do {
+            return try JSONDecoder().decode(SendRequest.self, from: Data(line.utf8))
+        } catch {
+            throw SenderError(.badRequest, "not a send request (a JSON object with \"kind\" and \"to\"): \(error)")
+        }
+    }
+
+    /// The message content this request asks for.
+    ///
+    /// - Parameter sender: the sender's identity (default handle and display name of calls).
+    /// - Throws: `.badRequest` for a missing or invalid field.
+    public func content(sender: Identity) throws(SenderError) -> MessageContent {
+        switch self.kind {
+        case "call", "call-invite":
+            return .callInvite(
+                CallInvite(
+                    callID: try Self.uuid(self.callID, "call_id"),
+                    callerHandle: self.handle ?? sender.userID,
+                    displayName: self.displayName ?? sender.displayName,
+                    hasVideo: self.video ?? false,
+                    ringTimeoutSeconds: try Self.ringTimeout(self.ringTimeout ?? 30),
+                    groupParticipants: self.participants ?? [],
+                    customHeaders: self.headers ?? [:]))
+        case "cancel", "call-cancel":
+            let names = CallCancelReason.allCases.map(\.description)
+            guard let reason = CallCancelReason.allCases.first(where: { $0.description == (self.reason ?? "remoteEnded") })
+            else {
+                throw SenderError(.badRequest, "reason must be one of \(names.joined(separator: ", "))")
+            }
+            return .callCancel(CallCancel(callID: try Self.uuid(self.callID, "call_id"), reason: reason))
+        case "text":
+            guard let body = self.body else { throw SenderError(.badRequest, "a text needs \"body\"") }
+            return .text(TextMessage(threadID: self.thread ?? "", title: self.title ?? "", body: body))
+        case "receipt":
+            guard let ids = self.messageIDs, !ids.isEmpty else {
+                throw SenderError(.badRequest, "a receipt needs \"message_ids\" (1-255 ids of 32 hex digits)")
+            }
+            var parsed: [MessageID] = []
+            for id in ids { parsed.append(try Self.messageID(id)) }
+            return .receipt(Receipt(messageIDs: parsed))
+        default:
+            throw SenderError(.badRequest, "unknown kind \"\(self.kind)\": use call, cancel, text or receipt")
+        }
+    }
+
+    static func uuid(_ value: String?, _ field: String) throws(SenderError) -> UUID {
+        guard let value, let uuid = UUID(uuidString: value) else {
+            throw SenderError(.badRequest, "\(field) must be a UUID like 6F1C8A52-3B1E-4C7A-9D2E-5A4B3C2D1E0F")
+        }
+        return uuid
+    }
+
+    static func ringTimeout(_ value: Int) throws(SenderError) -> UInt16 {
+        guard (1...3600).contains(value) else { throw SenderError(.badRequest, "ring_timeout must be 1-3600 seconds") }
+        return UInt16(value)
+    }
+
+    /// Parses a 32-hex-digit message id.
+    public static func messageID(_ hex: String) throws(SenderError) -> MessageID {
+        guard let bytes = Hex.decode(hex), bytes.count == 16, let id = try? MessageID(bytes: bytes) else {
+            throw SenderError(.badRequest, "a message id is 32 hex digits, got \"\(hex.prefix(40))\"")
+        }
+        return id
+    }
+}

@@ -1,0 +1,62 @@
+public import E2EECore
+
+/// The error of the message-building side of `Sender`, with a stable code and the exit status the CLI uses.
+///
+/// Equality is on the code only. The message says what was wrong and what to do.
+public struct SenderError: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        /// The process exit status `e2ee-send` uses for this code (sysexits.h values).
+        public let exitCode: Int32
+        private init(_ rawValue: String, _ exitCode: Int32) {
+            self.rawValue = rawValue
+            self.exitCode = exitCode
+        }
+        public var description: String { self.rawValue }
+
+        /// A flag or field has a bad value (bad UUID, bad hex, unknown kind). Exit 64 (EX_USAGE).
+        public static let usage = Code("usage", 64)
+        /// The device token is not hex of a plausible length. Exit 64.
+        public static let badDeviceToken = Code("bad-device-token", 64)
+        /// The recipient is not in the contacts folder, or its card has no device token. Exit 65 (EX_DATAERR).
+        public static let unknownRecipient = Code("unknown-recipient", 65)
+        /// A contact card could not be read or is invalid. Exit 65.
+        public static let unreadableCard = Code("unreadable-card", 65)
+        /// The text (or another message) does not fit the largest padding bucket. Exit 65.
+        public static let tooLarge = Code("too-large", 65)
+        /// A batch line is not a valid request. Exit 65.
+        public static let badRequest = Code("bad-request", 65)
+        /// The identity file or the APNs key file is missing or unreadable. Exit 66 (EX_NOINPUT).
+        public static let missingKey = Code("missing-key", 66)
+        /// A secret file is readable by others, or the identity is locked. Exit 77 (EX_NOPERM).
+        public static let insecureKey = Code("insecure-key", 77)
+        /// APNs refused the push (a final non-200 answer). Exit 69 (EX_UNAVAILABLE).
+        public static let rejected = Code("rejected", 69)
+        /// Delivery failed for now (timeout, connection, retries exhausted). Exit 75 (EX_TEMPFAIL).
+        public static let deliveryFailed = Code("delivery-failed", 75)
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(self.code): \(self.message)" }
+    public static func == (lhs: SenderError, rhs: SenderError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(self.code) }
+
+    /// Maps an E2EECore error met while loading keys or sealing.
+    public init(_ error: E2EEError, context: String) {
+        let code: Code =
+            switch error.code {
+            case .tooLarge: .tooLarge
+            case .insecureFile, .locked: .insecureKey
+            case .invalidArgument: .usage
+            default: .missingKey
+            }
+        self.init(code, "\(context): \(error.message)")
+    }
+}

@@ -1,1 +1,0 @@
-// Sender module: see README.md

@@ -1,0 +1,128 @@
+import ArgumentParser
+import E2EECore
+import Foundation
+import Logging
+import Sender
+
+struct IdentityOptions: ParsableArguments {
+    @Option(name: .long, help: "The sender's identity file (secret, mode 0600). Default: $E2EE_IDENTITY_FILE.")
+    var identity: String?
+
+    @Option(name: .long, help: "A file holding the identity's passphrase, if it is locked.")
+    var passphraseFile: String?
+
+    var identityPath: String? { self.identity ?? ProcessInfo.processInfo.environment["E2EE_IDENTITY_FILE"] }
+
+    func load() throws(SenderError) -> Identity {
+        guard let path = self.identityPath else {
+            throw SenderError(.missingKey, "no identity: pass --identity FILE or set E2EE_IDENTITY_FILE")
+        }
+        do {
+            return try Identity.load(path: path, passphrase: try self.passphrase())
+        } catch let error as SenderError {
+            throw error
+        } catch let error as E2EEError {
+            throw SenderError(error, context: "cannot load the identity \(path)")
+        } catch {
+            throw SenderError(.missingKey, "cannot load the identity \(path)")
+        }
+    }
+
+    func passphrase() throws(SenderError) -> SecureBytes? {
+        guard let file = self.passphraseFile else { return nil }
+        do {
+            let raw = try SecretFile.read(path: file)
+            // Drop one trailing newline, as `echo secret > file` writes one.
+            let count = raw.withUnsafeBytes { $0.last == 0x0A ? $0.count - 1 : $0.count }
+            return SecureBytes(copying: raw.withUnsafeBytes { Array($0.prefix(count)) })
+        } catch {
+            throw SenderError(error, context: "cannot read the passphrase file")
+        }
+    }
+}
+
+struct RecipientOptions: ParsableArguments {
+    @Option(name: .long, help: "The recipient: a card file (*.json) or a user id found in --contacts.")
+    var to: String
+
+    @Option(name: .long, help: "A folder of contact cards named <user id>.card.json.")
+    var contacts: String?
+
+    @Option(name: .long, help: "The device token (hex); default: the card's push.device_token.")
+    var deviceToken: String?
+
+    @Option(name: .long, help: "The message id (32 hex digits); default: random.")
+    var messageID: String?
+}
+
+struct PushOptions: ParsableArguments {
+    @Option(name: .long, help: "The app's bundle id, sent as apns-topic.")
+    var topic: String = ProcessInfo.processInfo.environment["E2EE_TOPIC"] ?? "com.example.e2ee"
+}
+
+struct DeliveryOptions: ParsableArguments {
+    @Flag(name: .long, help: "Deliver to APNs and print the result instead of the request.")
+    var deliver = false
+
+    @Option(name: .long, help: "APNs environment: development or production (ignored with --apns-url).")
+    var apnsEnvironment: String = "development"
+
+    @Option(name: .long, help: "A custom APNs-compatible endpoint, e.g. https://127.0.0.1:8443 (the local gateway).")
+    var apnsURL: String?
+
+    @Option(name: .long, help: "A PEM CA file to trust for --apns-url (e.g. the gateway's ca.pem).")
+    var apnsCA: String?
+
+    @Option(name: .long, help: "The APNs .p8 key file (mode 0600). Default: $APNS_KEY_PATH.")
+    var apnsKeyFile: String?
+
+    @Option(name: .long, help: "The .p8 key's 10-character key id (kid). Default: $APNS_KEY_ID.")
+    var apnsKeyID: String?
+
+    @Option(name: .long, help: "The 10-character team id (iss). Default: $APNS_TEAM_ID.")
+    var apnsTeamID: String?
+
+    @Option(name: .long, help: "Seconds to wait for APNs' answer on one stream.")
+    var timeout: Int = 10
+
+    @Option(name: .long, help: "Most pushes in flight on the connection.")
+    var window: Int = 100
+
+    func validate() throws {
+        guard ["development", "production"].contains(self.apnsEnvironment) else {
+            throw ValidationError("--apns-environment must be development or production")
+        }
+        guard self.timeout > 0, self.window > 0 else { throw ValidationError("--timeout and --window must be positive") }
+    }
+
+    func makeClient() throws(SenderError) -> APNsClient {
+        let env = ProcessInfo.processInfo.environment
+        guard let keyID = self.apnsKeyID ?? env["APNS_KEY_ID"], let teamID = self.apnsTeamID ?? env["APNS_TEAM_ID"] else {
+            throw SenderError(.usage, "--deliver needs --apns-key-id and --apns-team-id (or APNS_KEY_ID, APNS_TEAM_ID)")
+        }
+        let environment: APNsEnvironment =
+            if let url = self.apnsURL {
+                .custom(baseURL: url, trustedCAPEMPath: self.apnsCA)
+            } else {
+                self.apnsEnvironment == "production" ? .production : .development
+            }
+        do {
+            let key =
+                if let file = self.apnsKeyFile { try APNsSigningKey.load(path: file) } else { try APNsSigningKey.load() }
+            let configuration = try APNsClientConfiguration(
+                environment: environment, keyID: keyID, teamID: teamID, signingKey: key, window: self.window,
+                streamTimeout: .seconds(self.timeout))
+            var logger = Logger(label: "e2ee-send")
+            logger.logLevel = .warning
+            return APNsClient(configuration: configuration, logger: logger)
+        } catch {
+            let code: SenderError.Code =
+                switch error.code {
+                case .keyFileTooOpen: .insecureKey
+                case .keyFileUnreadable, .keyEnvironmentVariableMissing, .keyInvalid: .missingKey
+                default: .usage
+                }
+            throw SenderError(code, error.message)
+        }
+    }
+}
