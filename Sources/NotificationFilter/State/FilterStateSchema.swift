@@ -1,0 +1,112 @@
+/// The schema of the filter's state file and how an existing file is recognised and upgraded.
+///
+/// A state file is recognised by `PRAGMA application_id` (``applicationID``) and versioned by
+/// `PRAGMA user_version`. A new, empty file gets the current schema; a file of ours with an older
+/// version is migrated in one transaction; a newer version or any other SQLite file is refused.
+enum FilterStateSchema {
+    /// "E2EF" in ASCII: marks a file as this filter's state.
+    static let applicationID: Int64 = 0x4532_4546
+    /// The schema version this build writes.
+    static let currentVersion: Int64 = 1
+
+    /// The DDL of version 1. Call ids are canonical UUID strings; message ids 16-byte blobs.
+    static let version1 = """
+        CREATE TABLE replay (
+            account TEXT NOT NULL,
+            message_id BLOB NOT NULL CHECK (length(message_id) = 16),
+            sent_at_ms INTEGER NOT NULL,
+            PRIMARY KEY (account, message_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX replay_by_sent_at ON replay (sent_at_ms);
+        CREATE TABLE call_state (
+            account TEXT NOT NULL,
+            call_id TEXT NOT NULL,
+            state TEXT NOT NULL,
+            updated_at_ms INTEGER NOT NULL,
+            end_reason TEXT,
+            PRIMARY KEY (account, call_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX call_state_by_updated_at ON call_state (updated_at_ms);
+        CREATE TABLE early_cancel (
+            account TEXT NOT NULL,
+            call_id TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            at_ms INTEGER NOT NULL,
+            PRIMARY KEY (account, call_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE missed_call (
+            account TEXT NOT NULL,
+            call_id TEXT NOT NULL,
+            caller_handle TEXT,
+            display_name TEXT,
+            at_ms INTEGER NOT NULL,
+            reason TEXT NOT NULL,
+            PRIMARY KEY (account, call_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE decision_log (
+            seq INTEGER PRIMARY KEY,
+            line TEXT NOT NULL
+        );
+        CREATE TABLE spool_progress (
+            path TEXT PRIMARY KEY NOT NULL,
+            byte_offset INTEGER NOT NULL CHECK (byte_offset >= 0),
+            last_seq INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE pending_payload (
+            seq INTEGER PRIMARY KEY,
+            payload TEXT NOT NULL,
+            enqueued_at_ms INTEGER NOT NULL
+        );
+        """
+
+    /// Makes `database` hold the current schema, or throws if it is not ours to change.
+    static func prepare(_ database: SQLiteDatabase, path: String) throws(FilterStateError) {
+        let appID = try database.withStatement("PRAGMA application_id") { statement throws(FilterStateError) in
+            try statement.step() ? statement.int64(0) : 0
+        }
+        let version = try database.withStatement("PRAGMA user_version") { statement throws(FilterStateError) in
+            try statement.step() ? statement.int64(0) : 0
+        }
+        let objectCount = try database.withStatement("SELECT count(*) FROM sqlite_schema") {
+            statement throws(FilterStateError) in
+            try statement.step() ? statement.int64(0) : 0
+        }
+        if appID == 0 && version == 0 && objectCount == 0 {
+            try migrate(database, from: 0)
+            return
+        }
+        guard appID == applicationID else {
+            throw FilterStateError(
+                code: .foreignDatabase,
+                message: "\(path) is an SQLite database of another application (application_id \(appID)); "
+                    + "point the filter at its own state file"
+            )
+        }
+        guard version <= currentVersion else {
+            throw FilterStateError(
+                code: .schemaTooNew,
+                message: "\(path) has state schema version \(version) but this filter knows up to "
+                    + "\(currentVersion); upgrade the filter or use a new state file"
+            )
+        }
+        if version < currentVersion {
+            try migrate(database, from: version)
+        }
+    }
+
+    private static func migrate(_ database: SQLiteDatabase, from version: Int64) throws(FilterStateError) {
+        try database.execute("BEGIN IMMEDIATE")
+        do {
+            if version < 1 {
+                try database.execute(version1)
+            }
+            // PRAGMA values cannot be bound; both are integer constants of this file.
+            try database.execute("PRAGMA application_id = \(applicationID)")
+            try database.execute("PRAGMA user_version = \(currentVersion)")
+            try database.execute("COMMIT")
+        } catch {
+            try? database.execute("ROLLBACK")
+            throw error
+        }
+    }
+}

@@ -1,0 +1,80 @@
+public import Logging
+import Synchronization
+
+/// The filter's durable state: one SQLite file, changed only in whole transactions.
+///
+/// The file is opened in WAL mode with `synchronous=FULL`, so a transaction that returned is on
+/// disk and a process killed at any moment (SIGKILL, power loss) leaves the state as of the last
+/// committed transaction: nothing depends on a clean shutdown. Everything the engine changes for
+/// one payload goes into one ``transaction(_:)``.
+///
+/// The store is `Sendable`: one connection guarded by a `Mutex`. Calls block the calling thread for
+/// the duration of the transaction (a few SQLite statements and one fsync), which keeps the engine's
+/// per-payload work atomic without actor reentrancy.
+public final class FilterStateStore: Sendable {
+    private let database: Mutex<SQLiteDatabase>
+    private let logger: Logger
+    /// The path of the state file.
+    public let path: String
+
+    /// Opens the state file at `path`, creating it and its schema if it does not exist.
+    ///
+    /// - Parameters:
+    ///   - path: The SQLite file (its `-wal` and `-shm` companions live beside it).
+    ///   - busyTimeoutMilliseconds: How long to wait for another connection's lock before failing.
+    ///   - logger: Where open and rollback events are logged (never payloads or message ids).
+    /// - Throws: ``FilterStateError`` with `.corruptDatabase` for a file that is not SQLite,
+    ///   `.foreignDatabase` for another application's database, `.schemaTooNew` for a newer schema,
+    ///   or `.sqlite` for I/O and permission failures.
+    public init(path: String, busyTimeoutMilliseconds: Int = 5_000, logger: Logger) throws(FilterStateError) {
+        let database = try SQLiteDatabase(path: path)
+        try database.execute("PRAGMA busy_timeout = \(max(0, busyTimeoutMilliseconds))")
+        let mode = try database.withStatement("PRAGMA journal_mode = WAL") { statement throws(FilterStateError) in
+            try statement.step() ? statement.text(0) : ""
+        }
+        guard mode.lowercased() == "wal" else {
+            throw FilterStateError(
+                code: .sqlite,
+                message: "\(path) could not be switched to WAL journaling (got '\(mode)'); "
+                    + "put the state file on a local file system"
+            )
+        }
+        try database.execute("PRAGMA synchronous = FULL")
+        try FilterStateSchema.prepare(database, path: path)
+        self.database = Mutex(database)
+        self.logger = logger
+        self.path = path
+        logger.debug("filter state opened", metadata: ["schema": "\(FilterStateSchema.currentVersion)"])
+    }
+
+    /// Runs `body` in one SQLite transaction, committing if it returns and rolling back if it throws.
+    ///
+    /// Everything done through the transaction handle commits together or not at all. Do not call
+    /// the store again from inside `body` (the lock is not reentrant); use the handle.
+    ///
+    /// - Parameter body: The work, given a handle that is valid only during the call.
+    /// - Returns: What `body` returned, once the transaction has committed durably.
+    /// - Throws: Whatever `body` threw (after rolling back), or ``FilterStateError`` when SQLite cannot
+    ///   begin or commit.
+    public func transaction<T: Sendable>(_ body: (borrowing FilterStateTransaction) throws -> T) throws -> T {
+        try database.withLock { database throws -> T in
+            try database.execute("BEGIN IMMEDIATE")
+            let result: T
+            do {
+                result = try body(FilterStateTransaction(database: database))
+                try database.execute("COMMIT")
+            } catch {
+                if database.inTransaction {
+                    do {
+                        try database.execute("ROLLBACK")
+                    } catch let rollbackError {
+                        logger.error("filter state rollback failed", metadata: ["error": "\(rollbackError)"])
+                    }
+                }
+                logger.debug("filter state transaction rolled back", metadata: ["error": "\(type(of: error))"])
+                throw error
+            }
+            return result
+        }
+    }
+}

@@ -1,0 +1,107 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// The lifecycle state of a call as the filter remembers it.
+public struct StoredCallState: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// Handed to the call reporter and ringing.
+    public static let ringing = Self(rawValue: "ringing")
+    /// Answered and in progress.
+    public static let active = Self(rawValue: "active")
+    /// Over, with an end reason.
+    public static let ended = Self(rawValue: "ended")
+    /// Never answered: too old to ring, cancelled while ringing, or timed out.
+    public static let missed = Self(rawValue: "missed")
+
+    public var description: String { rawValue }
+}
+
+/// What the store remembers about one call of one account.
+public struct CallStateRecord: Hashable, Sendable {
+    public var account: String
+    public var callID: UUID
+    public var state: StoredCallState
+    public var updatedAtMs: Int64
+    /// Why the call ended (a ``CallEndedReason`` raw value or the engine's own reason), if it did.
+    public var endReason: String?
+
+    public init(account: String, callID: UUID, state: StoredCallState, updatedAtMs: Int64, endReason: String? = nil) {
+        self.account = account
+        self.callID = callID
+        self.state = state
+        self.updatedAtMs = updatedAtMs
+        self.endReason = endReason
+    }
+}
+
+/// A cancel that arrived before its invite (pushes are not ordered).
+public struct EarlyCancelRecord: Hashable, Sendable {
+    public var account: String
+    public var callID: UUID
+    public var reason: String
+    public var atMs: Int64
+
+    public init(account: String, callID: UUID, reason: String, atMs: Int64) {
+        self.account = account
+        self.callID = callID
+        self.reason = reason
+        self.atMs = atMs
+    }
+}
+
+/// One entry of the missed-call log.
+public struct MissedCallRecord: Hashable, Sendable {
+    public var account: String
+    public var callID: UUID
+    public var callerHandle: String?
+    public var displayName: String?
+    public var atMs: Int64
+    public var reason: String
+
+    public init(
+        account: String,
+        callID: UUID,
+        callerHandle: String?,
+        displayName: String?,
+        atMs: Int64,
+        reason: String
+    ) {
+        self.account = account
+        self.callID = callID
+        self.callerHandle = callerHandle
+        self.displayName = displayName
+        self.atMs = atMs
+        self.reason = reason
+    }
+}
+
+/// How far the daemon has read one spool file.
+public struct SpoolProgress: Hashable, Sendable {
+    /// The byte offset just past the last input line that was decided.
+    public var byteOffset: Int64
+    /// The sequence number of that input.
+    public var lastSeq: Int64
+
+    public init(byteOffset: Int64, lastSeq: Int64) {
+        self.byteOffset = byteOffset
+        self.lastSeq = lastSeq
+    }
+}
+
+/// A payload kept while the keys are locked, to be decided after unlock.
+public struct PendingPayload: Hashable, Sendable {
+    public var seq: Int64
+    public var payload: String
+    public var enqueuedAtMs: Int64
+
+    public init(seq: Int64, payload: String, enqueuedAtMs: Int64) {
+        self.seq = seq
+        self.payload = payload
+        self.enqueuedAtMs = enqueuedAtMs
+    }
+}

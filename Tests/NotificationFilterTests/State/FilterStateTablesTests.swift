@@ -1,0 +1,196 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Testing
+@testable import NotificationFilter
+
+@Suite("FilterStateStore: each table")
+struct FilterStateTablesTests {
+    @Test("replay set: a message id is new once per account; other accounts are separate")
+    func replaySet() throws {
+        let dir = TemporaryDirectory()
+        let store = try openStore(dir.file("s.sqlite"))
+        try store.transaction { tx throws in
+            #expect(try tx.insertMessageID(account: "alice", messageID: messageID(1), sentAtMs: 100) == true)
+            #expect(try tx.insertMessageID(account: "alice", messageID: messageID(1), sentAtMs: 999) == false)
+            #expect(try tx.insertMessageID(account: "bob", messageID: messageID(1), sentAtMs: 100) == true)
+            #expect(try tx.insertMessageID(account: "alice", messageID: messageID(2), sentAtMs: 100) == true)
+        }
+    }
+
+    @Test("replay set: a message id of the wrong length is refused", arguments: [0, 15, 17, 32])
+    func replayWrongLength(length: Int) throws {
+        let dir = TemporaryDirectory()
+        let store = try openStore(dir.file("s.sqlite"))
+        let error = #expect(throws: FilterStateError.self) {
+            try store.transaction { tx throws in
+                try tx.insertMessageID(account: "a", messageID: Array(repeating: 1, count: length), sentAtMs: 1)
+            }
+        }
+        #expect(error?.code == .invalidArgument)
+    }
+
+    @Test("prune removes only ids sent before the cut-off")
+    func pruneReplay() throws {
+        let dir = TemporaryDirectory()
+        let store = try openStore(dir.file("s.sqlite"))
+        try store.transaction { tx throws in
+            for n in UInt8(0)..<10 {
+                _ = try tx.insertMessageID(account: "a", messageID: messageID(n), sentAtMs: Int64(n) * 1000)
+            }
+        }
+        let removed = try store.transaction { tx throws in try tx.pruneReplay(olderThanMs: 5000) }
+        #expect(removed == 5)
+        try store.transaction { tx throws in
+            // 5...9 are kept (still replays); 0...4 were forgotten (new again).
+            for n in UInt8(5)..<10 {
+                #expect(try tx.insertMessageID(account: "a", messageID: messageID(n), sentAtMs: 0) == false)
+            }
+            for n in UInt8(0)..<5 {
+                #expect(try tx.insertMessageID(account: "a", messageID: messageID(n), sentAtMs: 0) == true)
+            }
+        }
+    }
+
+    @Test("call states: upsert, read back, list by state, prune only finished calls")
+    func callStates() throws {
+        let dir = TemporaryDirectory()
+        let store = try openStore(dir.file("s.sqlite"))
+        let ringing = UUID()
+        let ended = UUID()
+        let missed = UUID()
+        try store.transaction { tx throws in
+            try tx.setCallState(CallStateRecord(account: "a", callID: ringing, state: .ringing, updatedAtMs: 10))
+            try tx.setCallState(CallStateRecord(account: "a", callID: ended, state: .ringing, updatedAtMs: 10))
+            try tx.setCallState(
+                CallStateRecord(account: "a", callID: ended, state: .ended, updatedAtMs: 20, endReason: "remoteEnded")
+            )
+            try tx.setCallState(
+                CallStateRecord(account: "b", callID: missed, state: .missed, updatedAtMs: 30, endReason: "unanswered")
+            )
+        }
+        try store.transaction { tx throws in
+            #expect(
+                try tx.callState(account: "a", callID: ended)
+                    == CallStateRecord(account: "a", callID: ended, state: .ended, updatedAtMs: 20, endReason: "remoteEnded")
+            )
+            #expect(try tx.callState(account: "b", callID: ended) == nil)
+            #expect(try tx.calls(in: .ringing).map(\.callID) == [ringing])
+            #expect(try tx.calls(in: .missed).map(\.account) == ["b"])
+            #expect(try tx.pruneFinishedCalls(olderThanMs: 25) == 1)
+            #expect(try tx.callState(account: "a", callID: ended) == nil)
+            #expect(try tx.callState(account: "a", callID: ringing)?.state == .ringing)
+            #expect(try tx.callState(account: "b", callID: missed)?.state == .missed)
+        }
+    }
+
+    @Test("early cancels: consumed exactly once when the invite arrives; prune by age")
+    func earlyCancels() throws {
+        let dir = TemporaryDirectory()
+        let store = try openStore(dir.file("s.sqlite"))
+        let callID = UUID()
+        let stale = UUID()
+        try store.transaction { tx throws in
+            try tx.recordEarlyCancel(EarlyCancelRecord(account: "a", callID: callID, reason: "remoteEnded", atMs: 50))
+            try tx.recordEarlyCancel(EarlyCancelRecord(account: "a", callID: stale, reason: "remoteEnded", atMs: 1))
+        }
+        try store.transaction { tx throws in
+            #expect(try tx.consumeEarlyCancel(account: "other", callID: callID) == nil)
+            #expect(
+                try tx.consumeEarlyCancel(account: "a", callID: callID)
+                    == EarlyCancelRecord(account: "a", callID: callID, reason: "remoteEnded", atMs: 50)
+            )
+            #expect(try tx.consumeEarlyCancel(account: "a", callID: callID) == nil)
+            #expect(try tx.pruneEarlyCancels(olderThanMs: 10) == 1)
+            #expect(try tx.consumeEarlyCancel(account: "a", callID: stale) == nil)
+        }
+    }
+
+    @Test("missed-call log: one entry per call, oldest first, filtered by account")
+    func missedCalls() throws {
+        let dir = TemporaryDirectory()
+        let store = try openStore(dir.file("s.sqlite"))
+        let first = MissedCallRecord(
+            account: "a", callID: UUID(), callerHandle: "+15551234", displayName: "Ann", atMs: 10, reason: "unanswered"
+        )
+        let second = MissedCallRecord(
+            account: "b", callID: UUID(), callerHandle: nil, displayName: nil, atMs: 20, reason: "remoteEnded"
+        )
+        try store.transaction { tx throws in
+            #expect(try tx.recordMissedCall(second))
+            #expect(try tx.recordMissedCall(first))
+            #expect(try tx.recordMissedCall(first) == false)
+        }
+        try store.transaction { tx throws in
+            #expect(try tx.missedCalls() == [first, second])
+            #expect(try tx.missedCalls(account: "b") == [second])
+            #expect(try tx.missedCalls(account: "nobody").isEmpty)
+        }
+    }
+
+    @Test("decision log: one line per seq, the first one wins, last decided seq")
+    func decisionLog() throws {
+        let dir = TemporaryDirectory()
+        let store = try openStore(dir.file("s.sqlite"))
+        try store.transaction { tx throws in
+            #expect(try tx.lastDecidedSeq() == nil)
+            #expect(try tx.recordDecision(seq: 2, line: "{\"seq\":2}"))
+            #expect(try tx.recordDecision(seq: 1, line: "{\"seq\":1}"))
+            #expect(try tx.recordDecision(seq: 2, line: "{\"seq\":2,\"again\":true}") == false)
+        }
+        try store.transaction { tx throws in
+            #expect(try tx.decision(forSeq: 2) == "{\"seq\":2}")
+            #expect(try tx.decision(forSeq: 3) == nil)
+            #expect(try tx.lastDecidedSeq() == 2)
+        }
+    }
+
+    @Test("spool progress: per path, overwritten, negative offsets refused")
+    func spoolProgress() throws {
+        let dir = TemporaryDirectory()
+        let store = try openStore(dir.file("s.sqlite"))
+        try store.transaction { tx throws in
+            try tx.setSpoolProgress(path: "/a", SpoolProgress(byteOffset: 10, lastSeq: 1))
+            try tx.setSpoolProgress(path: "/a", SpoolProgress(byteOffset: 20, lastSeq: 2))
+            try tx.setSpoolProgress(path: "/b", SpoolProgress(byteOffset: 5, lastSeq: 9))
+        }
+        try store.transaction { tx throws in
+            #expect(try tx.spoolProgress(path: "/a") == SpoolProgress(byteOffset: 20, lastSeq: 2))
+            #expect(try tx.spoolProgress(path: "/b") == SpoolProgress(byteOffset: 5, lastSeq: 9))
+            #expect(try tx.spoolProgress(path: "/c") == nil)
+        }
+        let error = #expect(throws: FilterStateError.self) {
+            try store.transaction { tx throws in try tx.setSpoolProgress(path: "/a", SpoolProgress(byteOffset: -1, lastSeq: 3)) }
+        }
+        #expect(error?.code == .invalidArgument)
+    }
+
+    @Test("pending payloads: enqueue once, drain in seq order in batches, delete")
+    func pendingPayloads() throws {
+        let dir = TemporaryDirectory()
+        let store = try openStore(dir.file("s.sqlite"))
+        try store.transaction { tx throws in
+            for seq: Int64 in [5, 3, 9, 1] {
+                #expect(try tx.enqueuePending(seq: seq, payload: "p\(seq)", atMs: seq * 10))
+            }
+            #expect(try tx.enqueuePending(seq: 3, payload: "other", atMs: 0) == false)
+        }
+        var drained: [String] = []
+        while true {
+            let batch = try store.transaction { tx throws in
+                let batch = try tx.pendingPayloads(limit: 3)
+                for item in batch { #expect(try tx.deletePending(seq: item.seq)) }
+                return batch
+            }
+            if batch.isEmpty { break }
+            drained += batch.map(\.payload)
+        }
+        #expect(drained == ["p1", "p3", "p5", "p9"])
+        try store.transaction { tx throws in
+            #expect(try tx.pendingCount() == 0)
+            #expect(try tx.deletePending(seq: 1) == false)
+        }
+    }
+}
