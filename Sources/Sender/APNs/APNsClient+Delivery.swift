@@ -8,12 +8,26 @@ extension APNsClient {
         if let id = request.apnsID { metadata["apns.id"] = "\(id)" }
 
         guard Self.isHex(deviceToken) else {
-            return self.finish(APNsResult(deviceToken: deviceToken, apnsID: request.apnsID, attempts: 0,
-                                          localOutcome: .invalidDeviceToken), metadata)
+            return self.finish(
+                APNsResult(
+                    deviceToken: deviceToken,
+                    apnsID: request.apnsID,
+                    attempts: 0,
+                    localOutcome: .invalidDeviceToken
+                ),
+                metadata
+            )
         }
         if let entry = await self.tokenRegistry.entry(for: deviceToken) {
-            return self.finish(APNsResult(deviceToken: deviceToken, apnsID: request.apnsID, attempts: 0,
-                                          localOutcome: .tokenInactive(since: entry.timestamp ?? 0)), metadata)
+            return self.finish(
+                APNsResult(
+                    deviceToken: deviceToken,
+                    apnsID: request.apnsID,
+                    attempts: 0,
+                    localOutcome: .tokenInactive(since: entry.timestamp ?? 0)
+                ),
+                metadata
+            )
         }
 
         let policy = self.configuration.retryPolicy
@@ -23,12 +37,26 @@ extension APNsClient {
         var token = await self.tokens.currentToken()
         while true {
             if self.isShutDown {
-                return self.finish(APNsResult(deviceToken: deviceToken, apnsID: request.apnsID, attempts: attempts,
-                                              localOutcome: .clientShutdown), metadata)
+                return self.finish(
+                    APNsResult(
+                        deviceToken: deviceToken,
+                        apnsID: request.apnsID,
+                        attempts: attempts,
+                        localOutcome: .clientShutdown
+                    ),
+                    metadata
+                )
             }
             if Task.isCancelled {
-                return self.finish(APNsResult(deviceToken: deviceToken, apnsID: request.apnsID, attempts: attempts,
-                                              localOutcome: .cancelled), metadata)
+                return self.finish(
+                    APNsResult(
+                        deviceToken: deviceToken,
+                        apnsID: request.apnsID,
+                        attempts: attempts,
+                        localOutcome: .cancelled
+                    ),
+                    metadata
+                )
             }
             attempts += 1
             policyAttempts += 1
@@ -38,8 +66,15 @@ extension APNsClient {
             case .answered(let value):
                 answer = value
             case .local(let local):
-                return self.finish(APNsResult(deviceToken: deviceToken, apnsID: request.apnsID, attempts: attempts,
-                                              localOutcome: local), metadata)
+                return self.finish(
+                    APNsResult(
+                        deviceToken: deviceToken,
+                        apnsID: request.apnsID,
+                        attempts: attempts,
+                        localOutcome: local
+                    ),
+                    metadata
+                )
             }
             let result = APNsResult(
                 deviceToken: deviceToken,

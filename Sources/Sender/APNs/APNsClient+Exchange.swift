@@ -26,7 +26,7 @@ extension APNsClient {
         let timeout = self.configuration.streamTimeout
         let deadline = NIODeadline.now() + Self.timeAmount(timeout)
         var http = HTTPClientRequest(url: "\(self.configuration.environment.baseURL)/3/device/\(request.deviceToken)")
-        http.method = .POST
+        http.method = self.method
         for (name, value) in request.headers.sorted(by: { $0.key < $1.key }) {
             let lowercased = name.lowercased()
             // The provider owns authentication and framing headers; a request never overrides them.

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 public import Logging
 import NIOCore
+import NIOHTTP1
 import NIOSSL
 import Synchronization
 
@@ -21,7 +22,10 @@ public final class APNsClient: Sendable {
     let tokens: APNsProviderTokenManager
     let window: InFlightWindow
     let logger: Logger
+    /// Always `POST` in production; the internal initializer lets tests provoke APNs' 405 answer end to end.
+    let method: HTTPMethod
     private let state: Mutex<State>
+    private let counters: ConnectionCounters
 
     private struct State {
         var isShutDown = false
@@ -35,7 +39,13 @@ public final class APNsClient: Sendable {
     ///   - configuration: A checked configuration.
     ///   - logger: Receives per-push metadata (status, reason, apns-id, device token prefix, JWT fingerprint);
     ///     never the JWT, the key or the body.
-    public init(configuration: APNsClientConfiguration, logger: Logger) {
+    public convenience init(configuration: APNsClientConfiguration, logger: Logger) {
+        self.init(configuration: configuration, logger: logger, method: "POST")
+    }
+
+    /// The test seam: `method` is the HTTP method name to send (only tests pass anything but `POST`).
+    init(configuration: APNsClientConfiguration, logger: Logger, method: String) {
+        self.method = HTTPMethod(rawValue: method)
         self.configuration = configuration
         self.logger = logger
         self.window = InFlightWindow(size: configuration.window)
@@ -68,6 +78,16 @@ public final class APNsClient: Sendable {
             decompression: .disabled
         )
         http.httpVersion = .automatic
+        let counters = ConnectionCounters()
+        self.counters = counters
+        http.http2ConnectionDebugInitializer = { channel in
+            counters.http2.add(1, ordering: .relaxed)
+            return channel.eventLoop.makeSucceededVoidFuture()
+        }
+        http.http1_1ConnectionDebugInitializer = { channel in
+            counters.http1.add(1, ordering: .relaxed)
+            return channel.eventLoop.makeSucceededVoidFuture()
+        }
         self.http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: http)
     }
 
@@ -77,6 +97,12 @@ public final class APNsClient: Sendable {
     /// How many provider tokens this client has signed so far.
     public var providerTokensIssued: Int {
         get async { await self.tokens.tokensIssued }
+    }
+
+    /// How many connections this client has opened: HTTP/2 ones, and HTTP/1.1 ones (a server without `h2`, which
+    /// APNs never is). Normally one HTTP/2 connection for the client's whole life.
+    public var connectionsOpened: (http2: Int, http1: Int) {
+        (self.counters.http2.load(ordering: .relaxed), self.counters.http1.load(ordering: .relaxed))
     }
 
     /// Sends one push and reports what happened.
@@ -149,4 +175,10 @@ public final class APNsClient: Sendable {
         let parts = duration.components
         return .nanoseconds(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)
     }
+}
+
+/// Connection counts, bumped by AsyncHTTPClient's connection initializers on the event loop.
+private final class ConnectionCounters: Sendable {
+    let http2 = Atomic<Int>(0)
+    let http1 = Atomic<Int>(0)
 }

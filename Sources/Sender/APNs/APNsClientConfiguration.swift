@@ -5,7 +5,7 @@ import NIOSSL
 ///
 /// Every value is checked when the configuration is made, so a client built from it cannot be misconfigured: the
 /// token refresh interval must lie within 20...60 minutes, the window and timeouts must be positive, a custom
-/// endpoint must be `https` and its trusted CA file must hold PEM certificates.
+/// endpoint must be an `https` URL without query or credentials and its trusted CA file must hold PEM certificates.
 public struct APNsClientConfiguration: Sendable {
     /// Where pushes go.
     public let environment: APNsEnvironment
@@ -77,11 +77,11 @@ public struct APNsClientConfiguration: Sendable {
             throw APNsError(.invalidConfiguration, "streamTimeout and connectTimeout must be positive")
         }
         guard let url = URL(string: environment.baseURL), url.scheme == "https", url.host != nil,
-            url.path.isEmpty || url.path == "/", url.query == nil
+            url.query == nil, url.fragment == nil, url.user == nil
         else {
             throw APNsError(
                 .invalidConfiguration,
-                "the APNs base URL must look like https://host[:port] with no path; got \(environment.baseURL)"
+                "the APNs base URL must look like https://host[:port][/prefix] with no query; got \(environment.baseURL)"
             )
         }
         if let path = environment.trustedCAPEMPath {

@@ -11,7 +11,8 @@ public enum APNsEnvironment: Sendable, Hashable {
     /// Any APNs-compatible server.
     ///
     /// - Parameters:
-    ///   - baseURL: `https://host[:port]` with no path.
+    ///   - baseURL: `https://host[:port]`, optionally with a path prefix (a reverse proxy); requests go to
+    ///     `<baseURL>/3/device/<token>`.
     ///   - trustedCAPEMPath: A PEM file whose certificates become the ONLY trust roots, or `nil` for the system roots.
     case custom(baseURL: String, trustedCAPEMPath: String?)
 

@@ -90,7 +90,9 @@ public actor TokenRegistry {
         self.entries[key] = Entry(deviceToken: key, timestamp: timestamp)
         self.logger?.notice(
             "device token marked inactive",
-            metadata: ["apns.token.prefix": "\(key.prefix(8))", "apns.timestamp": "\(timestamp.map { "\($0)" } ?? "-")"]
+            metadata: [
+                "apns.token.prefix": "\(key.prefix(8))", "apns.timestamp": "\(timestamp.map { "\($0)" } ?? "-")",
+            ]
         )
         self.persist()
     }

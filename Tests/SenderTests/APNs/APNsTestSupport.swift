@@ -1,0 +1,136 @@
+import Crypto
+import Foundation
+import Logging
+import Synchronization
+
+@testable import Sender
+
+/// A wall clock the test moves by hand.
+final class ManualClock: Sendable {
+    private let current: Mutex<Date>
+
+    init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
+        self.current = Mutex(start)
+    }
+
+    var now: Date { self.current.withLock { $0 } }
+
+    func advance(by seconds: TimeInterval) {
+        self.current.withLock { $0 = $0.addingTimeInterval(seconds) }
+    }
+
+    func set(_ date: Date) {
+        self.current.withLock { $0 = date }
+    }
+
+    /// A `now` closure reading this clock.
+    var closure: @Sendable () -> Date { { self.now } }
+}
+
+/// Records every delay it is asked to sleep, and returns at once.
+final class RecordingSleeper: Sendable {
+    private let delays = Mutex<[Duration]>([])
+
+    var recorded: [Duration] { self.delays.withLock { $0 } }
+
+    var sleep: @Sendable (Duration) async throws -> Void {
+        { duration in self.delays.withLock { $0.append(duration) } }
+    }
+}
+
+/// A log handler that keeps every rendered line (message and metadata) for assertions.
+struct RecordingLogHandler: LogHandler {
+    final class Store: Sendable {
+        private let lines = Mutex<[String]>([])
+        var all: [String] { self.lines.withLock { $0 } }
+        var joined: String { self.all.joined(separator: "\n") }
+        func append(_ line: String) { self.lines.withLock { $0.append(line) } }
+    }
+
+    let store: Store
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { self.metadata[key] }
+        set { self.metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var merged = self.metadata
+        if let extra = event.metadata { merged.merge(extra) { $1 } }
+        let rendered = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        self.store.append("\(event.level) \(event.message) \(rendered)")
+    }
+
+    static func make(label: String = "test") -> (Logger, Store) {
+        let store = Store()
+        let logger = Logger(label: label) { _ in RecordingLogHandler(store: store) }
+        return (logger, store)
+    }
+}
+
+/// A fresh temporary folder, removed by `cleanup()`.
+struct TemporaryFolder {
+    let path: String
+
+    init() throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("apns-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+        self.path = base.path
+    }
+
+    func file(_ name: String) -> String { (self.path as NSString).appendingPathComponent(name) }
+
+    func cleanup() { try? FileManager.default.removeItem(atPath: self.path) }
+}
+
+enum APNsTestKeys {
+    static let keyID = "ABC123DEFG"
+    static let teamID = "DEF123GHIJ"
+
+    /// Writes a fresh `.p8`-style PKCS#8 PEM key with the given mode and returns its private key.
+    static func writeKey(to path: String, mode: Int = 0o600) throws -> P256.Signing.PrivateKey {
+        let key = P256.Signing.PrivateKey()
+        _ = FileManager.default.createFile(atPath: path, contents: Data(key.pemRepresentation.utf8))
+        try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+        return key
+    }
+}
+
+/// Splits a compact JWT and decodes its header and claims as JSON objects.
+struct DecodedJWT {
+    let header: [String: Any]
+    let claims: [String: Any]
+    let signingInput: String
+    let signature: [UInt8]
+
+    init(_ jwt: String) throws {
+        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 3 else { throw DecodeFailure(why: "expected 3 parts, got \(parts.count)") }
+        self.header = try Self.object(parts[0])
+        self.claims = try Self.object(parts[1])
+        self.signingInput = "\(parts[0]).\(parts[1])"
+        self.signature = try Self.base64URLDecode(parts[2])
+    }
+
+    struct DecodeFailure: Error { let why: String }
+
+    static func base64URLDecode(_ text: String) throws -> [UInt8] {
+        guard !text.contains("="), !text.contains("+"), !text.contains("/") else {
+            throw DecodeFailure(why: "not base64url without padding: \(text)")
+        }
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64) else { throw DecodeFailure(why: "bad base64") }
+        return Array(data)
+    }
+
+    private static func object(_ part: String) throws -> [String: Any] {
+        let bytes = try base64URLDecode(part)
+        guard let object = try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
+            throw DecodeFailure(why: "not a JSON object")
+        }
+        return object
+    }
+}
