@@ -1,0 +1,148 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+public import E2EECore
+public import Logging
+public import ServiceLifecycle
+
+/// How `e2ee-filter run` is wired: where payloads come from and where decisions and events go.
+public struct FilterDaemonConfiguration: Sendable {
+    public enum Input: Sendable, Hashable {
+        /// JSON lines on standard input (request lines as `e2ee-send` prints them, spool records, bare bodies).
+        case standardInput
+        /// The gateway's spool file, followed as it grows, resumed from the committed offset after a restart.
+        case spool(path: String)
+    }
+
+    public var input: Input
+    /// Where decisions go: nil for standard output, or a file (appended; reconciled after a crash).
+    public var decisionsPath: String?
+    /// At the end of a spool, stop instead of waiting for more.
+    public var exitAtEndOfInput = false
+    /// How many available payloads are decided in one transaction (group commit).
+    public var batchSize = 64
+    /// How often ring timeouts are checked.
+    public var tickInterval: Duration = .milliseconds(250)
+
+    public init(input: Input, decisionsPath: String? = nil) {
+        self.input = input
+        self.decisionsPath = decisionsPath
+    }
+}
+
+/// `e2ee-filter run`: consumes payloads and writes exactly one decision per payload, in input order.
+///
+/// A `Service`: on SIGTERM (graceful shutdown) it finishes the batch in flight, writes its decisions and returns,
+/// so the process exits 0. Killed with SIGKILL at any point, a restart resumes from the committed spool offset and
+/// first writes the decisions that were committed but not yet written, so every payload ends with exactly one
+/// decision in the decisions file.
+public final class FilterDaemon: Service, Sendable {
+    let configuration: FilterDaemonConfiguration
+    let engine: FilterEngine
+    let events: EventOutbox?
+    let logger: Logger
+    /// Gives the identity of a locked account once it can be unlocked (polled), or nil while still locked.
+    let unlock: @Sendable (String) -> Identity?
+
+    public init(
+        configuration: FilterDaemonConfiguration,
+        engine: FilterEngine,
+        events: EventOutbox?,
+        unlock: @escaping @Sendable (String) -> Identity? = { _ in nil },
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.engine = engine
+        self.events = events
+        self.unlock = unlock
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        let output = try self.configuration.decisionsPath.map { path throws(FilterDaemonError) in try LineWriter.open(path: path) } ?? LineWriter.standardOutput
+        let spoolPath: String?
+        let source: LineSource
+        switch self.configuration.input {
+        case .standardInput:
+            spoolPath = nil
+            source = LineSource(fd: 0, startOffset: 0, follow: false, maximumLineLength: PayloadInput.maximumLineLength)
+        case .spool(let path):
+            spoolPath = path
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else {
+                throw FilterDaemonError("cannot open the spool \(path): \(String(cString: strerror(errno))); check the path")
+            }
+            let progress = try self.engine.store.transaction { tx in try tx.spoolProgress(path: path) }
+            let offset = progress?.byteOffset ?? 0
+            lseek(fd, off_t(offset), SEEK_SET)
+            source = LineSource(fd: fd, startOffset: offset, follow: !self.configuration.exitAtEndOfInput, maximumLineLength: PayloadInput.maximumLineLength)
+        }
+
+        // After a crash: write what was committed but not written, then restore ringing calls.
+        if spoolPath != nil, output.path != nil {
+            let lastSeq = output.lastLine().flatMap { try? JSONDecoder().decode(SeqOnly.self, from: Data($0)).seq } ?? 0
+            let missing = try self.engine.store.transaction { tx in try tx.decisionLines(after: lastSeq) }
+            if !missing.isEmpty { self.logger.notice("re-emitting decisions committed before a restart", metadata: ["count": "\(missing.count)"]) }
+            try output.write(missing)
+        }
+        try self.events?.reconcile()
+        try await self.engine.recoverAfterRestart()
+
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: self.configuration.tickInterval)
+                try? await self.engine.expireRinging()
+                if await self.engine.isLocked { try? await self.tryUnlock(output: output) }
+            }
+        }
+        defer { ticker.cancel() }
+
+        let inputCount = try await cancelWhenGracefulShutdown {
+            var lineNumber: Int64 = 0
+            while let lines = await source.nextLines(limit: self.configuration.batchSize) {
+                if lines.isEmpty { continue }  // cancelled while waiting: the loop condition ends it
+                var inputs: [PayloadInput] = []
+                inputs.reserveCapacity(lines.count)
+                for line in lines {
+                    lineNumber += 1
+                    inputs.append(
+                        line.oversized
+                            ? PayloadInput(seq: lineNumber, apnsID: nil, malformed: "oversized")
+                            : PayloadInput.parse(line: line.bytes, defaultSeq: lineNumber))
+                }
+                let outcome = try await self.engine.process(
+                    inputs, spool: spoolPath.map { ($0, lines.last!.endOffset) }, deduplicateBySeq: spoolPath != nil)
+                try output.write(outcome.decisions.map { $0.jsonLine() })
+                if outcome.showLockedAlert { try self.lockedAlert(count: outcome.keptWhileLocked) }
+                if Task.isCancelled || Task.isShuttingDownGracefully { break }
+            }
+            return lineNumber
+        }
+        // Ringing calls keep their deadlines in the state file; a restart restores or expires them.
+        self.logger.info("filter stopped", metadata: ["inputs": "\(inputCount)"])
+    }
+
+    private func tryUnlock(output: LineWriter) async throws {
+        for account in await self.engine.accounts where account.isLocked {
+            if let identity = self.unlock(account.name) {
+                let decisions = try await self.engine.unlock(account: account.name, identity: identity)
+                try output.write(decisions.map { $0.jsonLine() })
+                self.logger.notice("account unlocked; kept payloads decided", metadata: ["count": "\(decisions.count)"])
+            }
+        }
+    }
+
+    private func lockedAlert(count: Int) throws {
+        let line = "{\"alert\":{\"body\":\"Unlock the app to see new messages.\",\"title\":\"New messages\"},\"event\":\"locked-alert\",\"kept\":\(count)}"
+        try self.events?.record(event: "locked-alert", account: "*", callID: UUID().uuidString, line: line)
+    }
+}
+
+private struct SeqOnly: Decodable { var seq: Int64 }

@@ -1,0 +1,112 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Appends JSON lines to a file descriptor (stdout, or a file opened for append), whole lines per `write(2)`.
+///
+/// For a file, ``open(path:)`` first cuts a partial last line left by a killed process, so the file always holds
+/// whole lines; ``lastLine()`` and ``lineCount()`` let the daemon re-emit what a crash lost.
+final class LineWriter: @unchecked Sendable {
+    // @unchecked Sendable: `fd` is immutable; writes are serialised by the daemon (one writer task), and write(2)
+    // on an O_APPEND descriptor is atomic per call for our line sizes.
+    let fd: Int32
+    let path: String?
+
+    static let standardOutput = LineWriter(fd: 1, path: nil)
+
+    private init(fd: Int32, path: String?) {
+        self.fd = fd
+        self.path = path
+    }
+
+    /// Opens (creating, mode 0600: decisions carry decrypted text) a file for appending, after cutting a partial
+    /// last line.
+    static func open(path: String) throws(FilterDaemonError) -> LineWriter {
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw FilterDaemonError("cannot open \(path) for writing: \(String(cString: strerror(errno)))") }
+        let writer = LineWriter(fd: fd, path: path)
+        let size = lseek(fd, 0, SEEK_END)
+        if size > 0 {
+            let tail = writer.readTail(maxBytes: 128 * 1024)
+            if tail.last != 0x0A {
+                let tailStart = Int(size) - tail.count
+                var keep = 0
+                if let newline = tail.lastIndex(of: 0x0A) {
+                    keep = tailStart + newline + 1
+                } else if tailStart > 0 {
+                    keep = Int(size)  // no newline in the last 128 KiB: leave the file alone
+                }
+                _ = ftruncate(fd, off_t(keep))
+            }
+        }
+        return writer
+    }
+
+    private func readTail(maxBytes: Int) -> [UInt8] {
+        let size = lseek(self.fd, 0, SEEK_END)
+        let start = max(0, Int(size) - maxBytes)
+        var bytes = [UInt8](repeating: 0, count: Int(size) - start)
+        let n = bytes.withUnsafeMutableBytes { pread(self.fd, $0.baseAddress, $0.count, off_t(start)) }
+        return n > 0 ? Array(bytes[0..<n]) : []
+    }
+
+    /// The last whole line of the file (nil for stdout or an empty file).
+    func lastLine() -> [UInt8]? {
+        guard self.path != nil else { return nil }
+        let tail = self.readTail(maxBytes: 128 * 1024)
+        guard tail.last == 0x0A else { return nil }
+        let body = tail.dropLast()
+        let start = body.lastIndex(of: 0x0A).map { $0 + 1 } ?? body.startIndex
+        return Array(body[start...])
+    }
+
+    /// The number of whole lines in the file (0 for stdout).
+    func lineCount() -> Int {
+        guard self.path != nil else { return 0 }
+        var count = 0
+        var offset: off_t = 0
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { pread(self.fd, $0.baseAddress, $0.count, offset) }
+            if n <= 0 { break }
+            for i in 0..<n where buffer[i] == 0x0A { count += 1 }
+            offset += off_t(n)
+        }
+        return count
+    }
+
+    /// Writes lines, each followed by a newline, in as few `write(2)` calls as possible.
+    func write(_ lines: [String]) throws(FilterDaemonError) {
+        guard !lines.isEmpty else { return }
+        var bytes: [UInt8] = []
+        for line in lines {
+            bytes += line.utf8
+            bytes.append(0x0A)
+        }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.write(self.fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw FilterDaemonError("cannot write output: \(String(cString: strerror(errno)))") }
+            offset += n
+        }
+    }
+
+    deinit {
+        if self.path != nil { close(self.fd) }
+    }
+}
+
+/// An error of the daemon's own I/O: what went wrong and what to do.
+public struct FilterDaemonError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { self.message }
+}

@@ -1,0 +1,64 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+public import Logging
+import E2EECore
+
+/// The engine's call reporting, wired as on iOS: filter → ``CallReporter`` (`reportNewIncomingVoIPPushPayload`)
+/// → ``CallProvider`` (CallKit's model), whose events go to the sink (the durable ``EventOutbox``).
+public final class CallKitReporter: CallReporting, Sendable {
+    public let provider: CallProvider
+    public let reporter: CallReporter
+    let now: @Sendable () -> Int64
+
+    public init(
+        configuration: CallProviderConfiguration,
+        sink: any CallEventSink,
+        now: @escaping @Sendable () -> Int64,
+        logger: Logger
+    ) {
+        self.now = now
+        self.provider = CallProvider(
+            configuration: configuration, sinks: [sink], logger: logger,
+            now: { Date(timeIntervalSince1970: Double(now()) / 1000) })
+        self.reporter = CallReporter(provider: self.provider, logger: logger)
+    }
+
+    public func handOff(_ handoff: FilterDecision.Handoff) async {
+        let remaining = max(0, Double(handoff.ringDeadlineMs - self.now()) / 1000)
+        await self.reporter.reportNewIncomingVoIPPushPayload(
+            IncomingCallPayload(
+                callID: handoff.callID,
+                update: CallUpdate(
+                    remoteHandle: CallHandle(type: .generic, value: handoff.callerHandle),
+                    localizedCallerName: handoff.displayName.isEmpty ? nil : handoff.displayName,
+                    hasVideo: handoff.hasVideo, account: handoff.account,
+                    groupParticipants: handoff.groupParticipants ?? []),
+                ringTimeoutSeconds: remaining))
+    }
+
+    public func endCall(account: String, callID: UUID, cause: CallEndCause, atMs: Int64) async {
+        let reason: CallEndedReason =
+            switch cause {
+            case .unanswered: .unanswered
+            case .cancelled(.remoteEnded): .remoteEnded
+            case .cancelled(.answeredElsewhere): .answeredElsewhere
+            case .cancelled(.declinedElsewhere): .declinedElsewhere
+            }
+        _ = atMs  // the provider stamps the end with its own clock, after the ring it reported
+        await self.provider.reportCall(uuid: callID, endedAt: nil, reason: reason)
+    }
+
+    /// Re-reports a call that was ringing before a restart. The provider emits `ringing` again, and the event
+    /// outbox's unique key drops it: the call rings on, the events file shows one `ringing`.
+    public func restoreRinging(_ handoff: FilterDecision.Handoff) async {
+        await self.handOff(handoff)
+    }
+
+    /// Handoffs that completed without a call report: iOS would terminate the app. Always zero.
+    public var violations: Int {
+        get async { await self.reporter.counters.violations }
+    }
+}

@@ -1,0 +1,28 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+public import E2EECore
+
+/// Why the engine ends a call it had handed off.
+public enum CallEndCause: Sendable, Hashable {
+    /// A cancel arrived from the caller's side.
+    case cancelled(CallCancelReason)
+    /// The ring window passed without an answer.
+    case unanswered
+}
+
+/// The engine's view of the call-reporting side (the part of a real app that talks to CallKit).
+///
+/// The engine decides BEFORE handing off (FIELD-NOTES item 1): stale and duplicate invites never reach
+/// ``handOff(_:)``; every call that does is reported by the reporter.
+public protocol CallReporting: Sendable {
+    /// A call that should ring now (`reportNewIncomingVoIPPushPayload`).
+    func handOff(_ handoff: FilterDecision.Handoff) async
+    /// A call handed off earlier ends.
+    func endCall(account: String, callID: UUID, cause: CallEndCause, atMs: Int64) async
+    /// After a restart: a call that was ringing before the crash and still is. The reporter restores it without
+    /// announcing a second ring.
+    func restoreRinging(_ handoff: FilterDecision.Handoff) async
+}

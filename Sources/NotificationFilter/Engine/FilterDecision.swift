@@ -1,0 +1,122 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// What the filter makes of one payload. Exactly one per input.
+public struct FilterDecision: Sendable, Hashable, Codable {
+    /// The five outcomes (README "Decisions").
+    public struct Action: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { self.rawValue }
+        /// Handed to the call reporter, which rings; the notification itself is silenced.
+        public static let ring = Action(rawValue: "ring")
+        /// Shown: the decrypted title and body.
+        public static let alert = Action(rawValue: "alert")
+        /// Shown: an alert naming the caller of a call that will not ring.
+        public static let missedCall = Action(rawValue: "missed-call")
+        /// Not shown (filtering entitlement: empty content).
+        public static let silence = Action(rawValue: "silence")
+        /// Shown: a generic alert that never carries ciphertext or the placeholder.
+        public static let fallback = Action(rawValue: "fallback")
+    }
+
+    /// The alert text shown for `alert`, `missed-call` and `fallback`.
+    public struct Alert: Sendable, Hashable, Codable {
+        public var title: String
+        public var subtitle: String?
+        public var body: String
+        public var threadID: String?
+        enum CodingKeys: String, CodingKey {
+            case title, subtitle, body
+            case threadID = "thread_id"
+        }
+    }
+
+    /// What the call reporter gets for `ring` (mirrors what `reportNewIncomingVoIPPushPayload` carries).
+    public struct Handoff: Sendable, Hashable, Codable {
+        public var callID: UUID
+        public var callerHandle: String
+        public var displayName: String
+        public var hasVideo: Bool
+        public var account: String
+        public var ringDeadlineMs: Int64
+        public var groupParticipants: [String]?
+        enum CodingKeys: String, CodingKey {
+            case callID = "call_id"
+            case callerHandle = "caller_handle"
+            case displayName = "display_name"
+            case hasVideo = "has_video"
+            case account
+            case ringDeadlineMs = "ring_deadline_ms"
+            case groupParticipants = "group_participants"
+        }
+    }
+
+    /// The input's sequence number (the spool's `seq`, or the input line number).
+    public var seq: Int64
+    /// The input's `apns-id`, when it had one.
+    public var apnsID: String?
+    public var decision: Action
+    /// A stable reason code (README "Reason codes").
+    public var reason: String
+    /// The message kind when known (after decryption).
+    public var kind: String?
+    /// The account the payload belongs to, when known.
+    public var account: String?
+    /// The message id, when known.
+    public var messageID: String?
+    public var callID: UUID?
+    public var alert: Alert?
+    public var handoff: Handoff?
+
+    enum CodingKeys: String, CodingKey {
+        case seq, decision, reason, kind, account, alert, handoff
+        case apnsID = "apns_id"
+        case messageID = "message_id"
+        case callID = "call_id"
+    }
+
+    public init(seq: Int64, apnsID: String?, decision: Action, reason: String) {
+        self.seq = seq
+        self.apnsID = apnsID
+        self.decision = decision
+        self.reason = reason
+    }
+
+    /// One JSON line, keys sorted, no trailing newline.
+    public func jsonLine() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try! encoder.encode(self), as: UTF8.self)
+    }
+
+    /// The generic alert of every fallback: useful, never ciphertext, never the placeholder.
+    public static let fallbackAlert = Alert(
+        title: "New notification", subtitle: nil,
+        body: "Something arrived that this device could not show. Open the app to see it.", threadID: nil)
+}
+
+/// The reason codes of decisions (stable strings; README "Reason codes" documents each).
+public enum FilterReason: Sendable {
+    public static let freshInvite = "fresh-invite"
+    public static let text = "text"
+    public static let inviteExpired = "invite-expired"
+    public static let cancelledBeforeInvite = "cancelled-before-invite"
+    public static let duplicateCall = "duplicate-call"
+    public static let callCancelled = "call-cancelled"
+    public static let cancelForUnknownCall = "cancel-before-invite"
+    public static let cancelForEndedCall = "cancel-for-ended-call"
+    public static let receipt = "receipt"
+    public static let unknownKind = "unknown-kind"
+    public static let replay = "replay"
+    public static let clock = "clock"
+    public static let stale = "stale"
+    public static let malformedInput = "malformed-input"
+    public static let unknownSender = "unknown-sender"
+    public static let callFiltered = "call-filtered"
+    // Every E2EEError code of opening is also a reason: too-large, malformed-envelope, foreign-payload,
+    // unsupported-version, unsupported-suite, unknown-recipient-key, open-failed, malformed-message, bad-signature.
+}

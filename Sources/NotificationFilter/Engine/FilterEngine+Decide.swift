@@ -1,0 +1,184 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import E2EECore
+
+extension FilterEngine {
+    /// The stateless half of a decision: parse, find the account, open and verify.
+    enum Opened: Sendable {
+        case malformedInput
+        case failed(code: String, account: String?)
+        case opened(account: String, message: InnerMessage, senderName: String)
+    }
+
+    func open(_ input: PayloadInput, nowMs: Int64) -> Opened {
+        guard let body = input.body else { return .malformedInput }
+        do {
+            let envelope = try PushPayload.envelope(fromBody: body)
+            guard let index = self.accountByKeyIDLookup(envelope.recipientKeyID),
+                let identity = self.accounts[index].identity
+            else {
+                return .failed(code: E2EEError.Code.unknownRecipientKey.rawValue, account: nil)
+            }
+            let account = self.accounts[index]
+            let grace = UInt64(max(0, self.policy.keyGracePeriodMs))
+            do {
+                let opened = try PushPayload.open(
+                    envelope,
+                    deviceKey: { identity.deviceKey(for: $0, nowMs: UInt64(max(0, nowMs)), gracePeriodMs: grace) },
+                    signingKey: { account.contacts.signingKey(userID: $0, keyID: $1) })
+                let name = account.contacts.cards[opened.message.senderUserID]?.displayName ?? opened.message.senderUserID
+                return .opened(account: account.name, message: opened.message, senderName: name)
+            } catch {
+                return .failed(code: error.code.rawValue, account: account.name)
+            }
+        } catch {
+            return .failed(code: error.code.rawValue, account: nil)
+        }
+    }
+
+    /// The stateful half: replay, clock and call rules. Runs inside the batch's transaction.
+    func decide(
+        _ input: PayloadInput,
+        _ opened: Opened,
+        nowMs: Int64,
+        tx: borrowing FilterStateTransaction,
+        actions: inout [PostCommit]
+    ) throws -> FilterDecision {
+        func make(_ action: FilterDecision.Action, _ reason: String) -> FilterDecision {
+            FilterDecision(seq: input.seq, apnsID: input.apnsID, decision: action, reason: reason)
+        }
+        func fallback(_ reason: String) -> FilterDecision {
+            var d = make(.fallback, reason)
+            d.alert = FilterDecision.fallbackAlert
+            return d
+        }
+
+        let account: String
+        let message: InnerMessage
+        let senderName: String
+        switch opened {
+        case .malformedInput:
+            return fallback(FilterReason.malformedInput)
+        case .failed(let code, let acct):
+            var d: FilterDecision
+            if code == E2EEError.Code.unknownSender.rawValue && self.policy.unknownSender == .silence {
+                d = make(.silence, FilterReason.unknownSender)
+            } else {
+                d = fallback(code)
+            }
+            d.account = acct
+            return d
+        case .opened(let a, let m, let n):
+            account = a
+            message = m
+            senderName = n
+        }
+
+        var decision = FilterDecision(seq: input.seq, apnsID: input.apnsID, decision: .silence, reason: "")
+        decision.kind = message.kind.description
+        decision.account = account
+        decision.messageID = message.messageID.hex
+        func finish(_ action: FilterDecision.Action, _ reason: String) -> FilterDecision {
+            var d = decision
+            d.decision = action
+            d.reason = reason
+            if action == .fallback { d.alert = FilterDecision.fallbackAlert }
+            return d
+        }
+
+        // Clock: a send time too far ahead is refused; one older than the replay window cannot be replay-checked.
+        let sentAt = Int64(clamping: message.sentAtMs)
+        if sentAt > nowMs + self.policy.clockSkewMs { return finish(.fallback, FilterReason.clock) }
+        if sentAt < nowMs - self.policy.replayRetentionMs { return finish(.fallback, FilterReason.stale) }
+        // Replay: the same message id within the retention window.
+        guard try tx.insertMessageID(account: account, messageID: message.messageID.bytes, sentAtMs: sentAt) else {
+            return finish(.silence, FilterReason.replay)
+        }
+
+        switch message.content {
+        case .text(let text):
+            var d = finish(.alert, FilterReason.text)
+            d.alert = FilterDecision.Alert(
+                title: senderName, subtitle: text.title.isEmpty ? nil : text.title, body: text.body,
+                threadID: text.threadID.isEmpty ? nil : text.threadID)
+            return d
+
+        case .receipt:
+            return finish(.silence, FilterReason.receipt)
+
+        case .unknown:
+            return finish(.silence, FilterReason.unknownKind)
+
+        case .callInvite(let invite):
+            decision.callID = invite.callID
+            let missedAlert = FilterDecision.Alert(
+                title: "Missed call", subtitle: nil,
+                body: "\(invite.displayName.isEmpty ? invite.callerHandle : invite.displayName) called you"
+                    + (invite.hasVideo ? " (video)" : ""),
+                threadID: nil)
+            func missed(_ reason: String) throws -> FilterDecision {
+                try tx.setCallState(CallStateRecord(account: account, callID: invite.callID, state: .missed, updatedAtMs: nowMs, endReason: reason))
+                _ = try tx.recordMissedCall(
+                    MissedCallRecord(account: account, callID: invite.callID, callerHandle: invite.callerHandle, displayName: invite.displayName, atMs: nowMs, reason: reason))
+                var d = finish(.missedCall, reason)
+                d.alert = missedAlert
+                return d
+            }
+            if try tx.callState(account: account, callID: invite.callID) != nil {
+                // Already ringing, active, ended or missed: never a second ring (FIELD-NOTES 7).
+                return finish(.silence, FilterReason.duplicateCall)
+            }
+            if try tx.consumeEarlyCancel(account: account, callID: invite.callID) != nil {
+                return try missed(FilterReason.cancelledBeforeInvite)
+            }
+            let deadline = sentAt + Int64(invite.ringTimeoutSeconds) * 1000 + self.policy.clockSkewMs
+            if nowMs >= deadline {
+                return try missed(FilterReason.inviteExpired)
+            }
+            try tx.setCallState(CallStateRecord(account: account, callID: invite.callID, state: .ringing, updatedAtMs: nowMs))
+            try tx.setRing(
+                RingRecord(
+                    account: account, callID: invite.callID, deadlineMs: deadline, callerHandle: invite.callerHandle,
+                    displayName: invite.displayName, hasVideo: invite.hasVideo))
+            let handoff = FilterDecision.Handoff(
+                callID: invite.callID, callerHandle: invite.callerHandle, displayName: invite.displayName,
+                hasVideo: invite.hasVideo, account: account, ringDeadlineMs: deadline,
+                groupParticipants: invite.groupParticipants.isEmpty ? nil : invite.groupParticipants)
+            actions.append(.handOff(handoff))
+            var d = finish(.ring, FilterReason.freshInvite)
+            d.handoff = handoff
+            return d
+
+        case .callCancel(let cancel):
+            decision.callID = cancel.callID
+            guard let state = try tx.callState(account: account, callID: cancel.callID) else {
+                // Pushes are not ordered: remember it, so the late invite becomes a missed call (FIELD-NOTES 5).
+                try tx.recordEarlyCancel(
+                    EarlyCancelRecord(account: account, callID: cancel.callID, reason: cancel.reason.description, atMs: nowMs))
+                return finish(.silence, FilterReason.cancelForUnknownCall)
+            }
+            guard state.state == .ringing || state.state == .active else {
+                return finish(.silence, FilterReason.cancelForEndedCall)
+            }
+            let wasRinging = state.state == .ringing
+            _ = try tx.deleteRing(account: account, callID: cancel.callID)
+            let ring = wasRinging && cancel.reason == .remoteEnded
+            try tx.setCallState(
+                CallStateRecord(account: account, callID: cancel.callID, state: ring ? .missed : .ended, updatedAtMs: nowMs, endReason: cancel.reason.description))
+            if ring {
+                // The caller hung up before anyone answered: a missed call in the log (not a second alert).
+                _ = try tx.recordMissedCall(
+                    MissedCallRecord(account: account, callID: cancel.callID, callerHandle: nil, displayName: nil, atMs: nowMs, reason: "remoteEnded"))
+            }
+            actions.append(.end(account: account, callID: cancel.callID, cause: .cancelled(cancel.reason), atMs: nowMs))
+            return finish(.silence, FilterReason.callCancelled)
+        }
+    }
+
+    func accountByKeyIDLookup(_ keyID: KeyID) -> Int? {
+        self.accountIndex(for: keyID)
+    }
+}

@@ -1,0 +1,230 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+public import E2EECore
+public import Logging
+
+/// The device-side decision path: decrypt, classify, decide, remember — one decision per payload.
+///
+/// Each batch of payloads is decided in ONE state transaction (replay set, call states, cancels that came early,
+/// missed calls, the decision log and the spool offset commit together), and only then are calls handed to the
+/// reporter and decisions returned for output. A process killed at any point therefore either decided a payload
+/// durably or not at all; see ``FilterDaemon`` for how output is reconciled after a crash.
+public actor FilterEngine {
+    public let store: FilterStateStore
+    public private(set) var accounts: [FilterAccount]
+    public let policy: FilterPolicy
+    let reporter: any CallReporting
+    let now: @Sendable () -> Int64
+    let logger: Logger
+
+    /// key id → index into `accounts`
+    private var accountByKeyID: [KeyID: Int] = [:]
+    private var lockedNoticeShown = false
+
+    /// Creates an engine.
+    ///
+    /// - Parameters:
+    ///   - store: the durable state.
+    ///   - accounts: the accounts served; payloads are mapped to them by recipient key id.
+    ///   - policy: the rules.
+    ///   - reporter: where calls that should ring are handed off.
+    ///   - now: the clock, milliseconds since the epoch.
+    ///   - logger: decisions are logged as codes only: never keys, plaintext or envelopes.
+    public init(
+        store: FilterStateStore,
+        accounts: [FilterAccount],
+        policy: FilterPolicy = FilterPolicy(),
+        reporter: any CallReporting,
+        now: @escaping @Sendable () -> Int64,
+        logger: Logger
+    ) throws {
+        self.store = store
+        self.accounts = accounts
+        self.policy = policy
+        self.reporter = reporter
+        self.now = now
+        self.logger = logger
+        try store.transaction { tx in try tx.prepareEngineTables() }
+        self.accountByKeyID = Self.index(accounts)
+    }
+
+    private static func index(_ accounts: [FilterAccount]) -> [KeyID: Int] {
+        var map: [KeyID: Int] = [:]
+        for (i, account) in accounts.enumerated() {
+            for id in account.deviceKeyIDs { map[id] = i }
+        }
+        return map
+    }
+
+    func accountIndex(for keyID: KeyID) -> Int? { self.accountByKeyID[keyID] }
+
+    /// Whether any account is locked (its payloads wait).
+    public var isLocked: Bool { self.accounts.contains(where: \.isLocked) }
+
+    // MARK: - processing
+
+    /// The outcome of a batch.
+    public struct Outcome: Sendable {
+        /// Decisions, in input order, durably committed.
+        public var decisions: [FilterDecision] = []
+        /// Payloads kept because keys are locked (decided after unlock).
+        public var keptWhileLocked = 0
+        /// True once per locked period: show the one generic "locked" alert.
+        public var showLockedAlert = false
+    }
+
+    /// Decides a batch of payloads in one transaction.
+    ///
+    /// - Parameters:
+    ///   - inputs: the payloads, in input order.
+    ///   - spool: the spool path and the byte offset just after the last input, committed with the decisions.
+    /// - Returns: the committed decisions (and, while locked, how many payloads were kept instead).
+    /// - Throws: a ``FilterStateError`` when the state cannot be written; nothing of the batch is then committed.
+    ///   - deduplicateBySeq: skip inputs whose sequence number was decided before (spool input, whose `seq` is
+    ///     unique and stable across restarts). Off for standard input, whose line numbers restart with each run.
+    public func process(
+        _ inputs: [PayloadInput],
+        spool: (path: String, offset: Int64)? = nil,
+        deduplicateBySeq: Bool = true
+    ) async throws -> Outcome {
+        let nowMs = self.now()
+        var outcome = Outcome()
+        if self.isLocked {
+            let kept = try self.store.transaction { tx in
+                var kept = 0
+                for input in inputs where try !deduplicateBySeq || tx.decision(forSeq: input.seq) == nil {
+                    if try tx.enqueuePending(seq: input.seq, payload: Self.pendingText(input), atMs: nowMs) { kept += 1 }
+                }
+                if let spool, let last = inputs.last {
+                    try tx.setSpoolProgress(path: spool.path, SpoolProgress(byteOffset: spool.offset, lastSeq: last.seq))
+                }
+                return kept
+            }
+            outcome.keptWhileLocked = kept
+            if kept > 0 && !self.lockedNoticeShown {
+                self.lockedNoticeShown = true
+                outcome.showLockedAlert = true
+            }
+            self.logger.info("payloads kept while keys are locked", metadata: ["count": "\(kept)"])
+            return outcome
+        }
+
+        // Decrypt and verify outside the transaction (pure work), then decide with state inside it.
+        let opened = inputs.map { self.open($0, nowMs: nowMs) }
+        let (decisions, actions) = try self.store.transaction { tx -> ([FilterDecision], [PostCommit]) in
+            var decisions: [FilterDecision] = []
+            var actions: [PostCommit] = []
+            for (input, result) in zip(inputs, opened) {
+                if deduplicateBySeq, try tx.decision(forSeq: input.seq) != nil {
+                    // Already decided before a restart: the daemon re-emits it from the log; decide nothing twice.
+                    continue
+                }
+                var decision = try self.decide(input, result, nowMs: nowMs, tx: tx, actions: &actions)
+                decision.seq = input.seq
+                decision.apnsID = input.apnsID
+                if deduplicateBySeq { _ = try tx.recordDecision(seq: input.seq, line: decision.jsonLine()) }
+                decisions.append(decision)
+            }
+            if let spool, let last = inputs.last {
+                try tx.setSpoolProgress(path: spool.path, SpoolProgress(byteOffset: spool.offset, lastSeq: last.seq))
+            }
+            return (decisions, actions)
+        }
+        for decision in decisions {
+            self.logger.debug(
+                "decided",
+                metadata: ["seq": "\(decision.seq)", "decision": "\(decision.decision)", "reason": "\(decision.reason)"])
+        }
+        await self.perform(actions)
+        outcome.decisions = decisions
+        return outcome
+    }
+
+    static func pendingText(_ input: PayloadInput) -> String {
+        if let body = input.body {
+            return "{\"apns_id\":\(input.apnsID.map { "\"\($0)\"" } ?? "null"),\"body_base64\":\"\(Data(body).base64EncodedString())\",\"seq\":\(input.seq)}"
+        }
+        return "{\"seq\":\(input.seq),\"malformed\":true}"
+    }
+
+    // MARK: - unlock
+
+    /// Unlocks an account and decides every payload kept while locked, in input order.
+    ///
+    /// - Returns: the decisions of the kept payloads (empty if another account is still locked).
+    public func unlock(account name: String, identity: Identity) async throws -> [FilterDecision] {
+        guard let index = self.accounts.firstIndex(where: { $0.name == name }) else { return [] }
+        self.accounts[index].identity = identity
+        self.accounts[index].deviceKeyIDs = Set(identity.deviceKeys.map(\.keyID))
+        self.accountByKeyID = Self.index(self.accounts)
+        guard !self.isLocked else { return [] }
+        self.lockedNoticeShown = false
+        var all: [FilterDecision] = []
+        while true {
+            let pending = try self.store.transaction { tx in try tx.pendingPayloads(limit: 256) }
+            if pending.isEmpty { break }
+            let inputs = pending.map { PayloadInput.parse(line: Array($0.payload.utf8), defaultSeq: $0.seq) }
+            let outcome = try await self.process(inputs)
+            try self.store.transaction { tx in
+                for item in pending { _ = try tx.deletePending(seq: item.seq) }
+            }
+            all += outcome.decisions
+        }
+        return all
+    }
+
+    // MARK: - ring timeouts and restart
+
+    /// Ends every ringing call whose ring window has passed: unanswered, recorded as missed.
+    public func expireRinging() async throws {
+        let nowMs = self.now()
+        let due = try self.store.transaction { tx -> [RingRecord] in
+            let due = try tx.rings(dueBy: nowMs)
+            for ring in due {
+                _ = try tx.deleteRing(account: ring.account, callID: ring.callID)
+                try tx.setCallState(
+                    CallStateRecord(account: ring.account, callID: ring.callID, state: .missed, updatedAtMs: nowMs, endReason: "unanswered"))
+                _ = try tx.recordMissedCall(
+                    MissedCallRecord(account: ring.account, callID: ring.callID, callerHandle: ring.callerHandle, displayName: ring.displayName, atMs: nowMs, reason: "unanswered"))
+            }
+            return due
+        }
+        for ring in due {
+            await self.reporter.endCall(account: ring.account, callID: ring.callID, cause: .unanswered, atMs: nowMs)
+        }
+    }
+
+    /// After a restart: gives the reporter back the calls that were ringing (without a second ring) and expires
+    /// those whose window passed while the process was down.
+    public func recoverAfterRestart() async throws {
+        let rings = try self.store.transaction { tx in try tx.rings(dueBy: Int64.max) }
+        let nowMs = self.now()
+        for ring in rings where ring.deadlineMs > nowMs {
+            await self.reporter.restoreRinging(
+                FilterDecision.Handoff(
+                    callID: ring.callID, callerHandle: ring.callerHandle, displayName: ring.displayName,
+                    hasVideo: ring.hasVideo, account: ring.account, ringDeadlineMs: ring.deadlineMs))
+        }
+        try await self.expireRinging()
+    }
+
+    // MARK: - post-commit actions
+
+    enum PostCommit: Sendable {
+        case handOff(FilterDecision.Handoff)
+        case end(account: String, callID: UUID, cause: CallEndCause, atMs: Int64)
+    }
+
+    private func perform(_ actions: [PostCommit]) async {
+        for action in actions {
+            switch action {
+            case .handOff(let handoff): await self.reporter.handOff(handoff)
+            case .end(let account, let callID, let cause, let atMs):
+                await self.reporter.endCall(account: account, callID: callID, cause: cause, atMs: atMs)
+            }
+        }
+    }
+}

@@ -1,0 +1,23 @@
+/// The filter's tunable rules. Defaults follow FIELD-NOTES "Ring windows" and APNs behaviour.
+public struct FilterPolicy: Sendable, Hashable {
+    /// What to do with a message from a sender not in the contacts.
+    public enum UnknownSenderPolicy: String, Sendable, Hashable {
+        /// Show the generic fallback alert (default: the user learns something arrived).
+        case fallback
+        /// Show nothing.
+        case silence
+    }
+
+    /// How far a send time may be in the future (the sender's clock ahead of ours) before it is refused with
+    /// reason `clock`. Also added to ring timeouts, for a sender's clock behind ours. Default 30 s.
+    public var clockSkewMs: Int64 = 30_000
+    /// How long message ids are remembered for replay detection. A message sent longer ago than this cannot be
+    /// checked and gets `fallback` with reason `stale`. Default 48 h (APNs stores nothing: expiration 0).
+    public var replayRetentionMs: Int64 = 48 * 3_600_000
+    /// How long after rotation an older device key still opens pushes. Default 7 days.
+    public var keyGracePeriodMs: Int64 = 7 * 24 * 3_600_000
+    /// Unknown senders: fallback (default) or silence.
+    public var unknownSender: UnknownSenderPolicy = .fallback
+
+    public init() {}
+}

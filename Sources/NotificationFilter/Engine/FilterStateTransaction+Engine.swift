@@ -1,0 +1,118 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A call that is ringing: what the engine needs to end it on time and to restore it after a restart.
+struct RingRecord: Sendable, Hashable {
+    var account: String
+    var callID: UUID
+    var deadlineMs: Int64
+    var callerHandle: String
+    var displayName: String
+    var hasVideo: Bool
+}
+
+/// The engine's own tables, beside the store's: ringing calls with their deadlines, and the durable outbox of call
+/// events (one row per event; a UNIQUE key makes a second `ringing` for the same call impossible).
+extension FilterStateTransaction {
+    static let engineSchema = """
+        CREATE TABLE IF NOT EXISTS call_ring (
+            account TEXT NOT NULL, call_id TEXT NOT NULL, deadline_ms INTEGER NOT NULL,
+            caller_handle TEXT NOT NULL, display_name TEXT NOT NULL, has_video INTEGER NOT NULL,
+            PRIMARY KEY (account, call_id)) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS event_outbox (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, event TEXT NOT NULL, account TEXT NOT NULL,
+            call_id TEXT NOT NULL, line TEXT NOT NULL, UNIQUE (event, account, call_id));
+        """
+
+    func prepareEngineTables() throws(FilterStateError) {
+        try self.database.execute(Self.engineSchema)
+    }
+
+    func setRing(_ ring: RingRecord) throws(FilterStateError) {
+        try self.database.withStatement(
+            "INSERT OR REPLACE INTO call_ring VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+        ) { s throws(FilterStateError) in
+            try s.bind(ring.account, at: 1)
+            try s.bind(ring.callID.uuidString, at: 2)
+            try s.bind(ring.deadlineMs, at: 3)
+            try s.bind(ring.callerHandle, at: 4)
+            try s.bind(ring.displayName, at: 5)
+            try s.bind(ring.hasVideo ? 1 : 0, at: 6)
+            try s.run()
+        }
+    }
+
+    func deleteRing(account: String, callID: UUID) throws(FilterStateError) -> RingRecord? {
+        let ring = try self.rings(where: "account = ?1 AND call_id = ?2", account, callID.uuidString).first
+        try self.database.withStatement("DELETE FROM call_ring WHERE account = ?1 AND call_id = ?2") {
+            s throws(FilterStateError) in
+            try s.bind(account, at: 1)
+            try s.bind(callID.uuidString, at: 2)
+            try s.run()
+        }
+        return ring
+    }
+
+    /// Ringing calls whose deadline is at or before `nowMs` (all of them with `Int64.max`).
+    func rings(dueBy nowMs: Int64) throws(FilterStateError) -> [RingRecord] {
+        try self.rings(where: "deadline_ms <= ?1", String(nowMs), nil, numeric: true)
+    }
+
+    private func rings(where clause: String, _ a: String, _ b: String?, numeric: Bool = false) throws(FilterStateError)
+        -> [RingRecord]
+    {
+        try self.database.withStatement(
+            "SELECT account, call_id, deadline_ms, caller_handle, display_name, has_video FROM call_ring WHERE \(clause) ORDER BY deadline_ms"
+        ) { s throws(FilterStateError) in
+            if numeric { try s.bind(Int64(a)!, at: 1) } else { try s.bind(a, at: 1) }
+            if let b { try s.bind(b, at: 2) }
+            var out: [RingRecord] = []
+            while try s.step() {
+                out.append(
+                    RingRecord(
+                        account: s.text(0), callID: UUID(uuidString: s.text(1))!, deadlineMs: s.int64(2),
+                        callerHandle: s.text(3), displayName: s.text(4), hasVideo: s.int64(5) != 0))
+            }
+            return out
+        }
+    }
+
+    /// Appends a call event line; false (nothing written) if the same event for the same call exists already.
+    func appendEvent(event: String, account: String, callID: String, line: String) throws(FilterStateError) -> Bool {
+        try self.database.withStatement(
+            "INSERT OR IGNORE INTO event_outbox (event, account, call_id, line) VALUES (?1, ?2, ?3, ?4)"
+        ) { s throws(FilterStateError) in
+            try s.bind(event, at: 1)
+            try s.bind(account, at: 2)
+            try s.bind(callID, at: 3)
+            try s.bind(line, at: 4)
+            try s.run()
+            return self.database.changes == 1
+        }
+    }
+
+    /// Event lines in order, skipping the first `count` (those already written to the events file).
+    func eventLines(after count: Int) throws(FilterStateError) -> [String] {
+        try self.database.withStatement("SELECT line FROM event_outbox ORDER BY id LIMIT -1 OFFSET ?1") {
+            s throws(FilterStateError) in
+            try s.bind(Int64(count), at: 1)
+            var out: [String] = []
+            while try s.step() { out.append(s.text(0)) }
+            return out
+        }
+    }
+
+    /// Decision lines with a sequence number above `seq`, in order.
+    func decisionLines(after seq: Int64) throws(FilterStateError) -> [String] {
+        try self.database.withStatement("SELECT line FROM decision_log WHERE seq > ?1 ORDER BY seq") {
+            s throws(FilterStateError) in
+            try s.bind(seq, at: 1)
+            var out: [String] = []
+            while try s.step() { out.append(s.text(0)) }
+            return out
+        }
+    }
+}

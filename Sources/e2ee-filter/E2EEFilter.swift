@@ -1,0 +1,213 @@
+import ArgumentParser
+import E2EECore
+import Logging
+import NotificationFilter
+import ServiceLifecycle
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `e2ee-filter`: the device side. Decrypts payloads, decides what each becomes, hands live calls to the call
+/// reporter. Exit codes: 0 ok (also after SIGTERM); 64 usage; 66 a key, contacts or spool file is missing;
+/// 70 the state file cannot be used; 77 a secret file is readable by others.
+@main
+struct E2EEFilter: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "e2ee-filter",
+        abstract: "Decide what each encrypted push becomes: ring, alert, missed-call, silence or fallback.",
+        subcommands: [Run.self, Once.self]
+    )
+}
+
+struct AccountFlags: ParsableArguments {
+    @Option(name: .long, help: "The device's identity file (mode 0600). Default: $E2EE_IDENTITY_FILE.")
+    var identity: String?
+    @Option(name: .long, help: "A folder of contact cards (*.card.json) whose senders are accepted.")
+    var contacts: String?
+    @Option(name: .long, help: "A file holding the identity's passphrase, if it is locked (polled until it exists).")
+    var passphraseFile: String?
+    @Option(name: .long, help: "This account's public card: its key ids, so payloads can be kept while locked.")
+    var card: String?
+    @Option(name: .long, help: "A JSON file listing several accounts: {\"accounts\":[{\"identity\",\"contacts\",\"name\",\"passphrase_file\",\"card\"}]}.")
+    var config: String?
+    @Option(name: .long, help: "The SQLite state file (replay set, calls, missed calls, progress).")
+    var state: String = "e2ee-filter.sqlite"
+    @Option(name: .long, help: "Unknown senders: fallback or silence.")
+    var unknownSender: String = "fallback"
+    @Option(name: .long, help: "Allowed clock skew in milliseconds.")
+    var clockSkewMs: Int64 = 30_000
+    @Option(name: .long, help: "How long message ids are remembered, in hours.")
+    var replayRetentionHours: Int64 = 48
+    @Flag(name: .long, help: "Log debug details to stderr (never keys, plaintext or envelopes).")
+    var verbose = false
+
+    func validate() throws {
+        guard self.config != nil || self.identity != nil || ProcessInfo.processInfo.environment["E2EE_IDENTITY_FILE"] != nil else {
+            throw ValidationError("pass --identity FILE --contacts DIR, or --config FILE")
+        }
+        guard ["fallback", "silence"].contains(self.unknownSender) else {
+            throw ValidationError("--unknown-sender must be fallback or silence")
+        }
+    }
+
+    func options() throws -> FilterAppOptions {
+        var accounts: [FilterAppOptions.Account]
+        if let config = self.config {
+            guard let data = FileManager.default.contents(atPath: config) else {
+                throw ExitFailure(66, "cannot read --config \(config): check the path")
+            }
+            struct File: Decodable { var accounts: [FilterAppOptions.Account] }
+            do {
+                accounts = try JSONDecoder().decode(File.self, from: data).accounts
+            } catch {
+                throw ExitFailure(64, "--config \(config) is not {\"accounts\":[{\"identity\":...,\"contacts\":...}]}: \(error)")
+            }
+        } else {
+            let identity = self.identity ?? ProcessInfo.processInfo.environment["E2EE_IDENTITY_FILE"]!
+            guard let contacts = self.contacts else { throw ExitFailure(64, "--contacts DIR is required with --identity") }
+            accounts = [.init(identity: identity, contacts: contacts, passphraseFile: self.passphraseFile, card: self.card)]
+        }
+        var options = FilterAppOptions(accounts: accounts, statePath: self.state)
+        options.policy.unknownSender = self.unknownSender == "silence" ? .silence : .fallback
+        options.policy.clockSkewMs = self.clockSkewMs
+        options.policy.replayRetentionMs = self.replayRetentionHours * 3_600_000
+        if let fixed = ProcessInfo.processInfo.environment["E2EE_FILTER_NOW_MS"].flatMap(Int64.init) {
+            options.now = { fixed }  // tests and the demo only
+        }
+        return options
+    }
+
+    func logger() -> Logger {
+        var logger = Logger(label: "e2ee-filter") { label in StreamLogHandler.standardError(label: label) }
+        logger.logLevel = self.verbose ? .debug : .warning
+        return logger
+    }
+}
+
+/// An error that ends the process with a given status and a message on stderr.
+struct ExitFailure: Error, CustomStringConvertible {
+    let status: Int32
+    let message: String
+    init(_ status: Int32, _ message: String) {
+        self.status = status
+        self.message = message
+    }
+    var description: String { self.message }
+}
+
+func runMapped(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let failure as ExitFailure {
+        writeStderr(Data("e2ee-filter: error: \(failure.message)\n".utf8))
+        throw ExitCode(failure.status)
+    } catch let error as E2EEError {
+        writeStderr(Data("e2ee-filter: error: \(error.message)\n".utf8))
+        let status: Int32 =
+            switch error.code {
+            case .insecureFile, .locked: 77
+            case .keyFile: 66
+            default: 65
+            }
+        throw ExitCode(status)
+    } catch let error as FilterDaemonError {
+        writeStderr(Data("e2ee-filter: error: \(error.message)\n".utf8))
+        throw ExitCode(66)
+    } catch let error as FilterStateError {
+        writeStderr(Data("e2ee-filter: error: \(error)\n".utf8))
+        throw ExitCode(70)
+    }
+}
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Consume payloads and write one decision per payload, in input order.",
+        discussion: """
+            Input: JSON lines on stdin (request lines as e2ee-send prints them, or bare APNs bodies), or --spool FILE \
+            (the gateway's spool, followed as it grows; resumed after a restart). Decisions go to stdout or --output \
+            FILE (crash-safe: a restart writes what a kill lost, never twice). SIGTERM finishes the batch in flight \
+            and exits 0.
+            """)
+    @OptionGroup var account: AccountFlags
+    @Option(name: .long, help: "The gateway's spool file to consume instead of stdin.") var spool: String?
+    @Flag(name: .long, help: "At the end of the spool, exit instead of waiting for more.") var exitAtEnd = false
+    @Option(name: .long, help: "Write decisions to this file (appended) instead of stdout.") var output: String?
+    @Option(name: .long, help: "Write call events to this file, or - for stdout.") var events: String?
+    @Option(name: .long, help: "A shell command run per call event, with the event JSON on its stdin.") var hook: String?
+
+    func run() async throws {
+        try await runMapped {
+            var options = try self.account.options()
+            options.input = self.spool.map { .spool(path: $0) } ?? .standardInput
+            options.exitAtEndOfInput = self.exitAtEnd || self.spool == nil
+            options.decisionsPath = self.output
+            options.eventsPath = self.events
+            options.hookCommand = self.hook
+            let logger = self.account.logger()
+            let parts = try FilterApp.build(options, logger: logger)
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: [.init(service: parts.daemon, successTerminationBehavior: .gracefullyShutdownGroup)],
+                    gracefulShutdownSignals: [.sigterm, .sigint],
+                    logger: logger))
+            try await group.run()
+            let violations = await parts.reporter.violations
+            if violations > 0 {
+                writeStderr(Data("e2ee-filter: \(violations) call handoffs were not reported\n".utf8))
+                throw ExitFailure(70, "call handoff rule violated")
+            }
+        }
+    }
+}
+
+struct Once: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Decide one payload (stdin or --payload FILE) and exit, as an extension launched per push would.")
+    @OptionGroup var account: AccountFlags
+    @Option(name: .long, help: "A file holding the payload (a request line or an APNs body); default stdin.") var payload: String?
+
+    func run() async throws {
+        try await runMapped {
+            let options = try self.account.options()
+            let bytes: [UInt8]
+            if let path = self.payload {
+                guard let data = FileManager.default.contents(atPath: path) else { throw ExitFailure(66, "cannot read --payload \(path)") }
+                bytes = Array(data)
+            } else {
+                bytes = readStandardInput()
+            }
+            let line = Array(bytes.reversed().drop(while: { $0 == 0x0A || $0 == 0x0D }).reversed())
+            let parts = try FilterApp.build(options, logger: self.account.logger())
+            let outcome = try await parts.engine.process([PayloadInput.parse(line: line, defaultSeq: 1)], deduplicateBySeq: false)
+            for decision in outcome.decisions { print(decision.jsonLine()) }
+            if outcome.decisions.isEmpty && outcome.keptWhileLocked > 0 {
+                // Keys are locked: the payload is kept for `run` to decide after unlock; show the generic alert.
+                var decision = FilterDecision(seq: 1, apnsID: nil, decision: .fallback, reason: "locked")
+                decision.alert = FilterDecision.fallbackAlert
+                print(decision.jsonLine())
+            }
+        }
+    }
+}
+
+func writeStderr(_ bytes: Data) {
+    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+}
+
+func readStandardInput() -> [UInt8] {
+    var out: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while true {
+        let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { break }
+        out += buffer[0..<n]
+    }
+    return out
+}
