@@ -48,11 +48,12 @@ struct AcceptedPushTests {
         let directory = try TemporaryDirectory()
         let key = TestProviderKey()
         let sink = InMemoryDeliverySink()
+        let setup: (inout GatewayConfiguration) -> Void = { $0.environment = .production }
         let echoed: String = try await withGateway(
             directory: directory.path,
             key: key,
             sink: sink,
-            configure: { $0.environment = .production }
+            configure: setup
         ) { server, port in
             let client = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
             defer { Task { await client.close() } }

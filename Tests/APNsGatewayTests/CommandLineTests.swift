@@ -109,7 +109,8 @@ struct CommandLineTests {
         let tlsDir = directory.file("tls")
         let (process, stdout, stderr) = try GatewayExecutable.start([
             "serve", "--port", "0", "--port-file", portFile, "--tls-dir", tlsDir, "--topic", testTopic,
-            "--provider-key", "TEAM123456:KEY1234567:\((keyDir as NSString).appendingPathComponent("AuthKey_KEY1234567.pub.pem"))",
+            "--provider-key",
+            "TEAM123456:KEY1234567:\((keyDir as NSString).appendingPathComponent("AuthKey_KEY1234567.pub.pem"))",
         ])
         defer { if process.isRunning { process.terminate() } }
         var port: Int?

@@ -13,14 +13,15 @@ struct DeviceRegistryTests {
         let directory = try TemporaryDirectory()
         let key = TestProviderKey()
         let sink = InMemoryDeliverySink()
+        let setup: (inout GatewayConfiguration) -> Void = {
+            $0.devices = registry
+            configure(&$0)
+        }
         let response = try await withGateway(
             directory: directory.path,
             key: key,
             sink: sink,
-            configure: {
-                $0.devices = registry
-                configure(&$0)
-            }
+            configure: setup
         ) { server, port in
             during(server)
             let client = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)

@@ -75,11 +75,12 @@ struct ProviderTokenTests {
         let iat = "\"\(Int(clock.now.timeIntervalSince1970))\""
         for (policy, expected) in [(ProviderTokenPolicy.IssuedAtFormat.numberOrString, 200), (.numberOnly, 403)] {
             let directory = try TemporaryDirectory()
+            let setup: (inout GatewayConfiguration) -> Void = { $0.tokenPolicy.issuedAtFormat = policy }
             try await withGateway(
                 directory: directory.path,
                 key: key,
                 clock: clock,
-                configure: { $0.tokenPolicy.issuedAtFormat = policy }
+                configure: setup
             ) { server, port in
                 let client = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
                 defer { Task { await client.close() } }
@@ -90,7 +91,9 @@ struct ProviderTokenTests {
         }
     }
 
-    @Test("a new token within 20 minutes is TooManyProviderTokenUpdates; the same token reused is fine; after 20 it is accepted")
+    @Test(
+        "a new token within 20 minutes is TooManyProviderTokenUpdates; the same token reused is fine; after 20 it is accepted"
+    )
     func twentyMinuteRule() async throws {
         let directory = try TemporaryDirectory()
         let key = TestProviderKey()
@@ -114,7 +117,9 @@ struct ProviderTokenTests {
             // A new connection may start with any valid token.
             let other = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
             defer { Task { await other.close() } }
-            #expect(try await self.push(other, try key.bearer(issuedAt: clock.now.addingTimeInterval(-5))).status == 200)
+            #expect(
+                try await self.push(other, try key.bearer(issuedAt: clock.now.addingTimeInterval(-5))).status == 200
+            )
         }
         #expect(sink.records.count == 5)
     }
@@ -125,11 +130,12 @@ struct ProviderTokenTests {
         let key = TestProviderKey()
         let otherTeam = TestProviderKey(teamID: "OTHERTEAM1", keyID: "OTHERKEY01")
         let clock = TestClock()
+        let setup: (inout GatewayConfiguration) -> Void = { $0.providerKeys.append(otherTeam.registered()) }
         try await withGateway(
             directory: directory.path,
             key: key,
             clock: clock,
-            configure: { $0.providerKeys.append(otherTeam.registered()) }
+            configure: setup
         ) { server, port in
             let client = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
             defer { Task { await client.close() } }
@@ -149,10 +155,13 @@ struct ProviderTokenTests {
     func wrongEnvironmentKey() async throws {
         let directory = try TemporaryDirectory()
         let key = TestProviderKey()
+        let setup: (inout GatewayConfiguration) -> Void = {
+            $0.providerKeys = [key.registered(environment: .production)]
+        }
         try await withGateway(
             directory: directory.path,
             key: key,
-            configure: { $0.providerKeys = [key.registered(environment: .production)] }
+            configure: setup
         ) { server, port in
             let client = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
             defer { Task { await client.close() } }

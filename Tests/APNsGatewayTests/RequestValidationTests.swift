@@ -45,7 +45,12 @@ let rejectionCases: [RejectionCase] = [
         status: 400,
         reason: "DuplicateHeaders"
     ),
-    RejectionCase(id: "no authorization", headers: replacing("authorization", with: nil), status: 403, reason: "MissingProviderToken"),
+    RejectionCase(
+        id: "no authorization",
+        headers: replacing("authorization", with: nil),
+        status: 403,
+        reason: "MissingProviderToken"
+    ),
     RejectionCase(
         id: "authorization not bearer",
         headers: replacing("authorization", with: "basic abc"),
@@ -58,7 +63,12 @@ let rejectionCases: [RejectionCase] = [
         status: 403,
         reason: "InvalidProviderToken"
     ),
-    RejectionCase(id: "bad apns-id", headers: replacing("apns-id", with: "not-a-uuid"), status: 400, reason: "BadMessageId"),
+    RejectionCase(
+        id: "bad apns-id",
+        headers: replacing("apns-id", with: "not-a-uuid"),
+        status: 400,
+        reason: "BadMessageId"
+    ),
     RejectionCase(
         id: "apns-id with a short group",
         headers: replacing("apns-id", with: "8F3C2C1E-0B6A-4C4E-9D55-3E5E1F0A7B2"),
@@ -134,7 +144,10 @@ let rejectionCases: [RejectionCase] = [
 
 @Suite("Request validation")
 struct RequestValidationTests {
-    @Test("each malformed request gets APNs' status and JSON reason, and nothing is delivered", arguments: rejectionCases)
+    @Test(
+        "each malformed request gets APNs' status and JSON reason, and nothing is delivered",
+        arguments: rejectionCases
+    )
     func rejected(_ testCase: RejectionCase) async throws {
         let directory = try TemporaryDirectory()
         let key = TestProviderKey()
@@ -143,7 +156,9 @@ struct RequestValidationTests {
         try await withGateway(directory: directory.path, key: key, sink: sink) { server, port in
             let client = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
             defer { Task { await client.close() } }
-            let headers = testCase.headers(alertHeaders(authorization: try key.bearer(issuedAt: Date()), apnsID: apnsID))
+            let headers = testCase.headers(
+                alertHeaders(authorization: try key.bearer(issuedAt: Date()), apnsID: apnsID)
+            )
             let response = try await client.send(
                 path: testCase.path,
                 method: testCase.method,
@@ -175,7 +190,9 @@ struct RequestValidationTests {
             defer { Task { await client.close() } }
             let bearer = try key.bearer(issuedAt: Date())
             let alert = try await client.send(
-                headers: alertHeaders(authorization: bearer) + [("apns-collapse-id", String(repeating: "c", count: 64))],
+                headers: alertHeaders(authorization: bearer) + [
+                    ("apns-collapse-id", String(repeating: "c", count: 64))
+                ],
                 body: alertBody
             )
             #expect(alert.status == 200)

@@ -19,9 +19,10 @@ struct SpoolFileSinkTests {
             try await withGateway(directory: directory.path, key: key, sink: sink) { server, port in
                 let client = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
                 defer { Task { await client.close() } }
+                let bearer = try key.bearer(issuedAt: Date())
                 for push in 1...2 {
                     let response = try await client.send(
-                        headers: alertHeaders(authorization: try key.bearer(issuedAt: Date())),
+                        headers: alertHeaders(authorization: bearer),
                         body: sampleBody
                     )
                     #expect(response.status == 200)

@@ -9,10 +9,11 @@ struct StreamLimitAndFaultTests {
     func oneStreamBeforeFirstValidToken() async throws {
         let directory = try TemporaryDirectory()
         let key = TestProviderKey()
+        let setup: (inout GatewayConfiguration) -> Void = { $0.maxConcurrentStreams = 750 }
         try await withGateway(
             directory: directory.path,
             key: key,
-            configure: { $0.maxConcurrentStreams = 750 }
+            configure: setup
         ) { server, port in
             let client = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
             defer { Task { await client.close() } }
@@ -40,18 +41,21 @@ struct StreamLimitAndFaultTests {
     func streamLimitDrop() async throws {
         let directory = try TemporaryDirectory()
         let key = TestProviderKey()
+        let setup: (inout GatewayConfiguration) -> Void = {
+            $0.faults.streamLimitDrop = FaultInjection.StreamLimitDrop(afterStreams: 2, maxConcurrentStreams: 3)
+        }
         try await withGateway(
             directory: directory.path,
             key: key,
-            configure: {
-                $0.faults.streamLimitDrop = FaultInjection.StreamLimitDrop(afterStreams: 2, maxConcurrentStreams: 3)
-            }
+            configure: setup
         ) { server, port in
             let client = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
             defer { Task { await client.close() } }
             let bearer = try key.bearer(issuedAt: Date())
             for _ in 0..<2 {
-                #expect(try await client.send(headers: alertHeaders(authorization: bearer), body: sampleBody).status == 200)
+                #expect(
+                    try await client.send(headers: alertHeaders(authorization: bearer), body: sampleBody).status == 200
+                )
             }
             let frames = await client.frames.wait { $0.maxConcurrentStreamsValues.count >= 3 }
             #expect(frames.maxConcurrentStreamsValues == [1, 1000, 3])
@@ -64,17 +68,22 @@ struct StreamLimitAndFaultTests {
         let directory = try TemporaryDirectory()
         let key = TestProviderKey()
         let sink = InMemoryDeliverySink()
+        let setup: (inout GatewayConfiguration) -> Void = {
+            $0.faults.goAway = FaultInjection.GoAway(afterStreams: 2, reason: "Shutdown")
+        }
         try await withGateway(
             directory: directory.path,
             key: key,
             sink: sink,
-            configure: { $0.faults.goAway = FaultInjection.GoAway(afterStreams: 2, reason: "Shutdown") }
+            configure: setup
         ) { server, port in
             let client = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
             defer { Task { await client.close() } }
             let bearer = try key.bearer(issuedAt: Date())
             for _ in 0..<2 {
-                #expect(try await client.send(headers: alertHeaders(authorization: bearer), body: sampleBody).status == 200)
+                #expect(
+                    try await client.send(headers: alertHeaders(authorization: bearer), body: sampleBody).status == 200
+                )
             }
             let frames = await client.frames.wait { !$0.goAwayReasons.isEmpty }
             #expect(frames.goAwayReasons == [#"{"reason":"Shutdown"}"#])
@@ -102,7 +111,8 @@ struct StreamLimitAndFaultTests {
         let directory = try TemporaryDirectory()
         let key = TestProviderKey()
         let sink = InMemoryDeliverySink()
-        try await withGateway(directory: directory.path, key: key, sink: sink, configure: { $0.faults = faults }) {
+        let setup: (inout GatewayConfiguration) -> Void = { $0.faults = faults }
+        try await withGateway(directory: directory.path, key: key, sink: sink, configure: setup) {
             server,
             port in
             let client = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
@@ -128,11 +138,12 @@ struct StreamLimitAndFaultTests {
         for _ in 0..<2 {
             let directory = try TemporaryDirectory()
             let sink = InMemoryDeliverySink()
+            let setup: (inout GatewayConfiguration) -> Void = { $0.faults = faults }
             let statuses: [Int] = try await withGateway(
                 directory: directory.path,
                 key: key,
                 sink: sink,
-                configure: { $0.faults = faults }
+                configure: setup
             ) { server, port in
                 let client = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
                 defer { Task { await client.close() } }
@@ -157,11 +168,12 @@ struct StreamLimitAndFaultTests {
         let directory = try TemporaryDirectory()
         let key = TestProviderKey()
         let sink = InMemoryDeliverySink()
+        let setup: (inout GatewayConfiguration) -> Void = { $0.faults.silentRate = 1 }
         try await withGateway(
             directory: directory.path,
             key: key,
             sink: sink,
-            configure: { $0.faults.silentRate = 1 }
+            configure: setup
         ) { server, port in
             let client = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
             defer { Task { await client.close() } }
@@ -180,10 +192,11 @@ struct StreamLimitAndFaultTests {
     func responseDelay() async throws {
         let directory = try TemporaryDirectory()
         let key = TestProviderKey()
+        let setup: (inout GatewayConfiguration) -> Void = { $0.faults.responseDelay = .milliseconds(400) }
         try await withGateway(
             directory: directory.path,
             key: key,
-            configure: { $0.faults.responseDelay = .milliseconds(400) }
+            configure: setup
         ) { server, port in
             let client = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
             defer { Task { await client.close() } }
@@ -202,10 +215,13 @@ struct StreamLimitAndFaultTests {
         let directory = try TemporaryDirectory()
         let key = TestProviderKey()
         await #expect(throws: GatewayError(code: .invalidConfiguration, message: "")) {
+            let setup: (inout GatewayConfiguration) -> Void = {
+                $0.faults = FaultInjection(tooManyRequestsRate: 0.7, serviceUnavailableRate: 0.7)
+            }
             try await withGateway(
                 directory: directory.path,
                 key: key,
-                configure: { $0.faults = FaultInjection(tooManyRequestsRate: 0.7, serviceUnavailableRate: 0.7) }
+                configure: setup
             ) { _, _ in }
         }
     }

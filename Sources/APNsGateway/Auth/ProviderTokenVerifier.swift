@@ -26,10 +26,12 @@ struct ProviderTokenVerifier: Sendable {
         if let issuedAt = connection.issuedAtIfCurrent(authorization) {
             return self.isExpired(issuedAt: issuedAt, now: now) ? .expiredProviderToken : nil
         }
-        guard let token = ProviderToken(
-            authorization: authorization,
-            acceptStringIssuedAt: self.policy.issuedAtFormat.acceptsString
-        ) else {
+        guard
+            let token = ProviderToken(
+                authorization: authorization,
+                acceptStringIssuedAt: self.policy.issuedAtFormat.acceptsString
+            )
+        else {
             return .invalidProviderToken
         }
         guard let key = self.keys.first(where: { $0.keyID == token.keyID && $0.teamID == token.teamID }) else {

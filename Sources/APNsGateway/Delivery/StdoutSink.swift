@@ -1,9 +1,10 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Synchronization
 
 /// A sink that prints each record as one JSON line on standard output (and flushes it before the 200).
 public final class StdoutSink: DeliverySink {

@@ -97,11 +97,9 @@ func withGateway<Result>(
     )
     if let clock { configuration.now = { clock.now } }
     configure(&configuration)
-    let server = APNsGatewayServer(
-        configuration: configuration,
-        sink: sink,
-        logger: Logger(label: "gateway-test")
-    )
+    var logger = Logger(label: "gateway-test")
+    logger.logLevel = .warning
+    let server = APNsGatewayServer(configuration: configuration, sink: sink, logger: logger)
     let port = try await server.start()
     do {
         let result = try await body(server, port)
