@@ -1,0 +1,104 @@
+import APNsGateway
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+import Testing
+
+/// Collects every log message and its metadata as text.
+final class RecordingLogHandlerStore: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    var all: [String] { self.lines.withLock { $0 } }
+
+    func append(_ line: String) { self.lines.withLock { $0.append(line) } }
+}
+
+struct RecordingLogHandler: LogHandler {
+    let store: RecordingLogHandlerStore
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { self.metadata[key] }
+        set { self.metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let merged = self.metadata.merging(event.metadata ?? [:]) { $1 }
+        self.store.append("\(event.level) \(event.message) \(merged)")
+    }
+}
+
+@Suite("Service lifecycle and logging")
+struct ServiceAndLoggingTests {
+    @Test("as a Service, the gateway serves until graceful shutdown, then stops listening")
+    func gracefulShutdown() async throws {
+        let directory = try TemporaryDirectory()
+        let key = TestProviderKey()
+        var logger = Logger(label: "gateway-service-test")
+        logger.logLevel = .warning
+        let server = APNsGatewayServer(
+            configuration: GatewayConfiguration(
+                tlsDirectory: directory.file("tls"),
+                topics: [testTopic],
+                providerKeys: [key.registered()]
+            ),
+            sink: InMemoryDeliverySink(),
+            logger: logger
+        )
+        let port = try await server.start()
+        let group = ServiceGroup(services: [server], logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            let client = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
+            let response = try await client.send(
+                headers: alertHeaders(authorization: try key.bearer(issuedAt: Date())),
+                body: sampleBody
+            )
+            #expect(response.status == 200)
+            await client.close()
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+        #expect(server.port == port)
+        await #expect(throws: (any Error).self) {
+            _ = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
+        }
+    }
+
+    @Test("logs at trace level never carry the JWT, the device token or the body")
+    func noSecretsInLogs() async throws {
+        let directory = try TemporaryDirectory()
+        let key = TestProviderKey()
+        let store = RecordingLogHandlerStore()
+        let logger = Logger(label: "gateway-log-test") { _ in RecordingLogHandler(store: store) }
+        let jwt = try key.jwt(issuedAt: Date())
+        let server = APNsGatewayServer(
+            configuration: GatewayConfiguration(
+                tlsDirectory: directory.file("tls"),
+                topics: [testTopic],
+                providerKeys: [key.registered()]
+            ),
+            sink: InMemoryDeliverySink(),
+            logger: logger
+        )
+        let port = try await server.start()
+        let client = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
+        let accepted = try await client.send(headers: alertHeaders(authorization: "bearer " + jwt), body: sampleBody)
+        let rejected = try await client.send(
+            headers: alertHeaders(authorization: "bearer " + jwt) + [("apns-topic", testTopic)],
+            body: sampleBody
+        )
+        await client.close()
+        try await server.shutdown()
+        #expect(accepted.status == 200)
+        #expect(rejected.reason == "DuplicateHeaders")
+        let logs = store.all.joined(separator: "\n")
+        #expect(logs.contains("push delivered"), "the test must see the request logs to mean anything")
+        #expect(logs.contains("push rejected"))
+        for secret in [jwt, String(jwt.split(separator: ".")[2]), testToken, "New message", "AAEC"] {
+            #expect(!logs.contains(secret))
+        }
+    }
+}
