@@ -1,0 +1,88 @@
+@_spi(Vectors) import E2EECore
+import Foundation
+import Logging
+@testable import NotificationFilter
+import Synchronization
+
+/// A controllable clock in milliseconds.
+final class EngineClock: Sendable {
+    private let value: Mutex<Int64>
+    init(_ start: Int64) { self.value = Mutex(start) }
+    var nowMs: Int64 { self.value.withLock { $0 } }
+    func advance(ms: Int64) { self.value.withLock { $0 += ms } }
+    var closure: @Sendable () -> Int64 { { self.nowMs } }
+}
+
+/// Keys, a temporary state file, an engine with a recording event sink, and helpers to seal payloads.
+struct EngineHarness {
+    static let start: Int64 = 1_800_000_000_000
+    let directory: String
+    let bob: Identity  // recipient, rotated once (an older key in its grace period)
+    let alice: Identity  // a contact
+    let mallory: Identity  // not a contact
+    let clock: EngineClock
+    let events: InMemoryCallEventSink
+    let reporter: CallKitReporter
+    let engine: FilterEngine
+    let store: FilterStateStore
+
+    init(policy: FilterPolicy = FilterPolicy(), bobLocked: Bool = false, extraAccounts: [FilterAccount] = [], logger: Logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })) throws {
+        self.directory = NSTemporaryDirectory() + "e2ee-engine-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
+        var bob = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: UInt64(Self.start - 86_400_000))
+        bob.rotate(nowMs: UInt64(Self.start - 3_600_000))
+        self.bob = bob
+        self.alice = try Identity.generate(userID: "alice", displayName: "Alice Example", nowMs: 1)
+        self.mallory = try Identity.generate(userID: "mallory", displayName: "Mallory", nowMs: 1)
+        self.clock = EngineClock(Self.start)
+        self.events = InMemoryCallEventSink()
+        self.store = try FilterStateStore(path: self.directory + "/state.sqlite", logger: logger)
+        self.reporter = CallKitReporter(configuration: CallProviderConfiguration(), sink: self.events, now: self.clock.closure, logger: logger)
+        let bobAccount =
+            bobLocked
+            ? FilterAccount(lockedName: "bob", deviceKeyIDs: Set(bob.deviceKeys.map(\.keyID)), contacts: ContactBook([self.alice.card()]))
+            : FilterAccount(identity: bob, contacts: ContactBook([self.alice.card()]))
+        self.engine = try FilterEngine(
+            store: self.store, accounts: [bobAccount] + extraAccounts, policy: policy, reporter: self.reporter,
+            now: self.clock.closure, logger: logger)
+    }
+
+    /// Seals `content` from `from` (alice by default) to bob's current key (or `to`).
+    func body(
+        _ content: MessageContent,
+        from: Identity? = nil,
+        to key: X25519PublicKey? = nil,
+        sentAtMs: Int64? = nil,
+        messageID: MessageID = .random()
+    ) throws -> [UInt8] {
+        let sender = from ?? self.alice
+        let message = InnerMessage(
+            messageID: messageID, sentAtMs: UInt64(sentAtMs ?? self.clock.nowMs), senderUserID: sender.userID,
+            senderSigningKeyID: sender.signingKey.publicKey.keyID, content: content)
+        return try PushPayload.seal(message, to: key ?? self.bob.currentDeviceKey.privateKey.publicKey, signingKey: sender.signingKey).body
+    }
+
+    static func invite(_ callID: UUID, timeout: UInt16 = 30, video: Bool = false) -> MessageContent {
+        .callInvite(CallInvite(callID: callID, callerHandle: "alice", displayName: "Alice Example", hasVideo: video, ringTimeoutSeconds: timeout))
+    }
+
+    private static let counter = Mutex<Int64>(0)
+
+    /// Decides one body and returns its decision.
+    func decide(_ body: [UInt8]) async throws -> FilterDecision {
+        let seq = Self.counter.withLock { $0 += 1; return $0 }
+        let outcome = try await self.engine.process([PayloadInput(seq: seq, apnsID: "id-\(seq)", body: body)])
+        guard let decision = outcome.decisions.first, outcome.decisions.count == 1 else {
+            throw FilterDaemonError("expected one decision, got \(outcome.decisions.count)")
+        }
+        return decision
+    }
+
+    func decide(line: String) async throws -> FilterDecision {
+        let seq = Self.counter.withLock { $0 += 1; return $0 }
+        let outcome = try await self.engine.process([PayloadInput.parse(line: Array(line.utf8), defaultSeq: seq)])
+        return outcome.decisions[0]
+    }
+
+    func eventKinds() -> [String] { self.events.events.map(\.event.rawValue) }
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The main job: installs what is missing, builds release binaries and runs the end-to-end demo
+# (e2ee-gateway on loopback with TLS, e2ee-send delivering over HTTP/2, e2ee-filter consuming the spool).
+# Exits non-zero if any decision differs from the expected one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/bootstrap.sh
+
+echo "== build (release) ==" >&2
+swift build -c release --product e2ee-send >&2
+swift build -c release --product e2ee-filter >&2
+swift build -c release --product e2ee-gateway >&2
+exec scripts/run-demo.sh "$(swift build -c release --show-bin-path)"

