@@ -1,0 +1,782 @@
+"""Independent Python implementation of the E2EE push wire format, version 1.
+
+Written from docs/PROTOCOL.md alone (plus RFC 9180, RFC 5869, RFC 8032, RFC 7748), without reading the
+Swift sources, to show that the specification is sufficient to interoperate. Only the standard library
+and the `cryptography` package are used; HPKE (RFC 9180: LabeledExtract / LabeledExpand / DHKEM(X25519,
+HKDF-SHA256) / key schedule in mode_base) is implemented here on top of the raw primitives.
+
+Public API:
+    seed(label)                                  -> 32-byte secret of the vector seed rule (spec §13)
+    key_id(public_key, alg)                      -> 8-byte key id (spec §3), alg = ALG_X25519 or ALG_ED25519
+    encode_signed_part / decode_signed_part      -> inner message codec (spec §7)
+    seal(message, recipient_public_key, signing_seed, ephemeral_secret) -> SealResult (spec §8)
+    open_body(body, device_keys, contacts)       -> Opened (spec §9), raises E2EEError with a §10 code
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import re
+import struct
+import sys
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Tuple, Union
+
+try:
+    from cryptography.exceptions import InvalidSignature, InvalidTag
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+    from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+except ImportError:  # pragma: no cover - exercised only without the dependency
+    sys.stderr.write(
+        "error: the Python package 'cryptography' is required (X25519, Ed25519, ChaCha20-Poly1305).\n"
+        "       install it with:  pip install cryptography\n"
+    )
+    raise SystemExit(2)
+
+# ---------------------------------------------------------------------------------------------------------
+# Constants (spec §2-§7)
+
+VERSION = 0x01
+SUITE = 0x0001
+ALG_X25519 = 0x20
+ALG_ED25519 = 0xED
+HEADER_LEN = 1 + 2 + 8 + 32  # 43
+TAG_LEN = 16
+SIG_LEN = 64
+BUCKETS = (1536, 2932)
+MAX_BODY = 4096
+
+KEY_ID_LABEL = b"e2ee-push/key-id/v1\x00"
+INFO_LABEL = b"e2ee-push/v1\x00"
+SIG_LABEL = b"e2ee-push/sig/v1\x00"
+
+BODY_PREFIX = (
+    b'{"aps":{"alert":{"title":"New message","body":"Open the app to view it."},"mutable-content":1},"e2ee":"'
+)
+BODY_SUFFIX = b'"}'
+assert len(BODY_PREFIX) == 103 and len(BODY_SUFFIX) == 2
+
+KIND_CALL_INVITE = 0x01
+KIND_CALL_CANCEL = 0x02
+KIND_TEXT = 0x03
+KIND_RECEIPT = 0x04
+KIND_NAMES = {
+    KIND_CALL_INVITE: "call-invite",
+    KIND_CALL_CANCEL: "call-cancel",
+    KIND_TEXT: "text",
+    KIND_RECEIPT: "receipt",
+}
+CANCEL_REASONS = {1: "remoteEnded", 2: "answeredElsewhere", 3: "declinedElsewhere"}
+
+# Error codes, spec §10 (the strings are the stable API).
+TOO_LARGE = "too-large"
+MALFORMED_ENVELOPE = "malformed-envelope"
+FOREIGN_PAYLOAD = "foreign-payload"
+UNSUPPORTED_VERSION = "unsupported-version"
+UNSUPPORTED_SUITE = "unsupported-suite"
+UNKNOWN_RECIPIENT_KEY = "unknown-recipient-key"
+OPEN_FAILED = "open-failed"
+MALFORMED_MESSAGE = "malformed-message"
+UNKNOWN_SENDER = "unknown-sender"
+BAD_SIGNATURE = "bad-signature"
+INVALID_ARGUMENT = "invalid-argument"
+INVALID_KEY = "invalid-key"
+
+
+class E2EEError(Exception):
+    def __init__(self, code: str, detail: str = ""):
+        super().__init__(f"{code}: {detail}" if detail else code)
+        self.code = code
+        self.detail = detail
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Seed rule (§13) and key ids (§3)
+
+
+def seed(label: str) -> bytes:
+    """seed(label)[i] = utf8("e2ee-vectors/" + label)[i mod n] XOR i, i in 0..31."""
+    b = ("e2ee-vectors/" + label).encode("utf-8")
+    return bytes(b[i % len(b)] ^ i for i in range(32))
+
+
+def key_id(public_key: bytes, alg: int) -> bytes:
+    if len(public_key) != 32 or alg not in (ALG_X25519, ALG_ED25519):
+        raise E2EEError(INVALID_KEY, "key id needs a 32-byte public key and alg 0x20 or 0xED")
+    return hashlib.sha256(KEY_ID_LABEL + bytes([alg]) + public_key).digest()[:8]
+
+
+def x25519_public(secret: bytes) -> bytes:
+    return X25519PrivateKey.from_private_bytes(secret).public_key().public_bytes_raw()
+
+
+def ed25519_public(signing_seed: bytes) -> bytes:
+    return Ed25519PrivateKey.from_private_bytes(signing_seed).public_key().public_bytes_raw()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# HKDF-SHA256 (RFC 5869) and HPKE (RFC 9180), suite DHKEM(X25519, HKDF-SHA256) / HKDF-SHA256 / ChaCha20Poly1305
+
+
+def hkdf_extract(salt: bytes, ikm: bytes) -> bytes:
+    if not salt:
+        salt = b"\x00" * 32
+    return hmac.new(salt, ikm, hashlib.sha256).digest()
+
+
+def hkdf_expand(prk: bytes, info: bytes, length: int) -> bytes:
+    out, t, counter = b"", b"", 1
+    while len(out) < length:
+        t = hmac.new(prk, t + info + bytes([counter]), hashlib.sha256).digest()
+        out += t
+        counter += 1
+    return out[:length]
+
+
+KEM_ID, KDF_ID, AEAD_ID = 0x0020, 0x0001, 0x0003
+KEM_SUITE_ID = b"KEM" + struct.pack(">H", KEM_ID)
+HPKE_SUITE_ID = b"HPKE" + struct.pack(">HHH", KEM_ID, KDF_ID, AEAD_ID)
+MODE_BASE = 0x00
+N_SECRET, N_ENC, N_K, N_N, N_H = 32, 32, 32, 12, 32
+
+
+def labeled_extract(suite_id: bytes, salt: bytes, label: bytes, ikm: bytes) -> bytes:
+    return hkdf_extract(salt, b"HPKE-v1" + suite_id + label + ikm)
+
+
+def labeled_expand(suite_id: bytes, prk: bytes, label: bytes, info: bytes, length: int) -> bytes:
+    return hkdf_expand(prk, struct.pack(">H", length) + b"HPKE-v1" + suite_id + label + info, length)
+
+
+def _x25519(secret: bytes, public: bytes) -> bytes:
+    """DH with the all-zero output check of RFC 9180 §7.1.4 (cryptography raises on an all-zero result)."""
+    try:
+        dh = X25519PrivateKey.from_private_bytes(secret).exchange(X25519PublicKey.from_public_bytes(public))
+    except ValueError as exc:
+        raise E2EEError(OPEN_FAILED, "X25519 produced the all-zero shared secret") from exc
+    if dh == b"\x00" * 32:  # belt and braces
+        raise E2EEError(OPEN_FAILED, "X25519 produced the all-zero shared secret")
+    return dh
+
+
+def _extract_and_expand(dh: bytes, kem_context: bytes) -> bytes:
+    eae_prk = labeled_extract(KEM_SUITE_ID, b"", b"eae_prk", dh)
+    return labeled_expand(KEM_SUITE_ID, eae_prk, b"shared_secret", kem_context, N_SECRET)
+
+
+def dhkem_encap(pk_r: bytes, sk_e: bytes) -> Tuple[bytes, bytes]:
+    """Encap with a given ephemeral secret (DeriveKeyPair is not used: the secret is the X25519 scalar)."""
+    pk_e = x25519_public(sk_e)
+    dh = _x25519(sk_e, pk_r)
+    enc = pk_e
+    return _extract_and_expand(dh, enc + pk_r), enc
+
+
+def dhkem_decap(enc: bytes, sk_r: bytes) -> bytes:
+    dh = _x25519(sk_r, enc)
+    return _extract_and_expand(dh, enc + x25519_public(sk_r))
+
+
+def key_schedule_base(shared_secret: bytes, info: bytes) -> Dict[str, bytes]:
+    psk, psk_id = b"", b""
+    psk_id_hash = labeled_extract(HPKE_SUITE_ID, b"", b"psk_id_hash", psk_id)
+    info_hash = labeled_extract(HPKE_SUITE_ID, b"", b"info_hash", info)
+    ks_context = bytes([MODE_BASE]) + psk_id_hash + info_hash
+    secret = labeled_extract(HPKE_SUITE_ID, shared_secret, b"secret", psk)
+    return {
+        "key": labeled_expand(HPKE_SUITE_ID, secret, b"key", ks_context, N_K),
+        "base_nonce": labeled_expand(HPKE_SUITE_ID, secret, b"base_nonce", ks_context, N_N),
+        "exporter_secret": labeled_expand(HPKE_SUITE_ID, secret, b"exp", ks_context, N_H),
+    }
+
+
+def hpke_info(recipient_key_id: bytes) -> bytes:
+    """§8 step 2: "e2ee-push/v1" || 0x00 || version || suite || key_id."""
+    return INFO_LABEL + bytes([VERSION]) + struct.pack(">H", SUITE) + recipient_key_id
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Padding (§6): ISO/IEC 7816-4 to the smallest bucket strictly larger than the message.
+
+
+def bucket_for(length: int) -> Optional[int]:
+    for b in BUCKETS:
+        if length < b:
+            return b
+    return None
+
+
+def pad(data: bytes) -> bytes:
+    bucket = bucket_for(len(data))
+    if bucket is None:
+        raise E2EEError(TOO_LARGE, f"signed inner message of {len(data)} bytes fits no bucket")
+    return data + b"\x80" + b"\x00" * (bucket - len(data) - 1)
+
+
+def unpad(padded: bytes) -> bytes:
+    i = len(padded) - 1
+    while i >= 0 and padded[i] == 0x00:
+        i -= 1
+    if i < 0 or padded[i] != 0x80:
+        raise E2EEError(OPEN_FAILED, "bad padding")
+    return padded[:i]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Inner message (§7)
+
+
+@dataclass
+class CallInvite:
+    call_id: bytes
+    caller_handle: str
+    display_name: str
+    has_video: bool
+    ring_timeout_s: int
+    participants: List[str] = field(default_factory=list)
+    headers: List[Tuple[str, str]] = field(default_factory=list)
+    kind: int = KIND_CALL_INVITE
+
+
+@dataclass
+class CallCancel:
+    call_id: bytes
+    reason: int
+    kind: int = KIND_CALL_CANCEL
+
+
+@dataclass
+class Text:
+    thread_id: str
+    title: str
+    body: str
+    kind: int = KIND_TEXT
+
+
+@dataclass
+class Receipt:
+    message_ids: List[bytes]
+    kind: int = KIND_RECEIPT
+
+
+@dataclass
+class UnknownKind:
+    """A kind this implementation does not know (0x05-0xFE): fields kept opaque, never an alert (§7.1)."""
+    kind: int
+    raw: bytes
+
+
+Fields = Union[CallInvite, CallCancel, Text, Receipt, UnknownKind]
+
+
+@dataclass
+class InnerMessage:
+    message_id: bytes
+    sent_at_ms: int
+    sender_user_id: str
+    sender_signing_key_id: bytes
+    fields: Fields
+
+    @property
+    def kind(self) -> int:
+        return self.fields.kind
+
+
+class _Reader:
+    def __init__(self, data: bytes):
+        self.data, self.pos = data, 0
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.data):
+            raise E2EEError(MALFORMED_MESSAGE, "truncated")
+        out = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def u8(self) -> int:
+        return self.take(1)[0]
+
+    def u16(self) -> int:
+        return struct.unpack(">H", self.take(2))[0]
+
+    def u64(self) -> int:
+        return struct.unpack(">Q", self.take(8))[0]
+
+    def _utf8(self, raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8", errors="strict")
+        except UnicodeDecodeError as exc:
+            raise E2EEError(MALFORMED_MESSAGE, "invalid UTF-8") from exc
+
+    def str8(self, lo: int = 0, hi: int = 255) -> str:
+        n = self.u8()
+        if not lo <= n <= hi:
+            raise E2EEError(MALFORMED_MESSAGE, f"str8 length {n} not in {lo}..{hi}")
+        return self._utf8(self.take(n))
+
+    def str16(self) -> str:
+        return self._utf8(self.take(self.u16()))
+
+    def done(self) -> bool:
+        return self.pos == len(self.data)
+
+
+def _w_str8(s: str, lo: int = 0, hi: int = 255, what: str = "string") -> bytes:
+    b = s.encode("utf-8")
+    if not lo <= len(b) <= hi:
+        raise E2EEError(INVALID_ARGUMENT, f"{what}: {len(b)} bytes not in {lo}..{hi}")
+    return bytes([len(b)]) + b
+
+
+def _w_str16(s: str, what: str = "string") -> bytes:
+    b = s.encode("utf-8")
+    if len(b) > 0xFFFF:
+        raise E2EEError(INVALID_ARGUMENT, f"{what}: longer than 65535 bytes")
+    return struct.pack(">H", len(b)) + b
+
+
+def _check(cond: bool, code: str, detail: str) -> None:
+    if not cond:
+        raise E2EEError(code, detail)
+
+
+def encode_fields(f: Fields) -> bytes:
+    A = INVALID_ARGUMENT
+    if isinstance(f, CallInvite):
+        _check(len(f.call_id) == 16, A, "call_id must be 16 bytes")
+        _check(1 <= f.ring_timeout_s <= 3600, A, "ring_timeout_s not in 1..3600")
+        _check(len(f.participants) <= 255 and len(f.headers) <= 255, A, "too many participants/headers")
+        names = [n.encode("utf-8") for n, _ in f.headers]
+        _check(all(a < b for a, b in zip(names, names[1:])), A, "header names not strictly increasing")
+        out = f.call_id + _w_str8(f.caller_handle, 1, 255, "caller_handle") + _w_str8(f.display_name, 0, 255, "display_name")
+        out += bytes([1 if f.has_video else 0]) + struct.pack(">H", f.ring_timeout_s)
+        out += bytes([len(f.participants)]) + b"".join(_w_str8(p, 1, 255, "participant") for p in f.participants)
+        out += bytes([len(f.headers)])
+        out += b"".join(_w_str8(n, 1, 255, "header name") + _w_str16(v, "header value") for n, v in f.headers)
+        return out
+    if isinstance(f, CallCancel):
+        _check(len(f.call_id) == 16, A, "call_id must be 16 bytes")
+        _check(f.reason in CANCEL_REASONS, A, "reason not in 1..3")
+        return f.call_id + bytes([f.reason])
+    if isinstance(f, Text):
+        return _w_str8(f.thread_id, what="thread_id") + _w_str8(f.title, what="title") + _w_str16(f.body, "body")
+    if isinstance(f, Receipt):
+        _check(1 <= len(f.message_ids) <= 255, A, "receipt count not in 1..255")
+        _check(all(len(m) == 16 for m in f.message_ids), A, "receipt message ids must be 16 bytes")
+        return bytes([len(f.message_ids)]) + b"".join(f.message_ids)
+    if isinstance(f, UnknownKind):
+        _check(0x05 <= f.kind <= 0xFE, A, "kind 0x00 and 0xFF are invalid")
+        return f.raw
+    raise E2EEError(A, f"unknown fields type {type(f)!r}")
+
+
+def decode_fields(kind: int, raw: bytes) -> Fields:
+    r = _Reader(raw)
+    if kind == KIND_CALL_INVITE:
+        call_id = r.take(16)
+        caller_handle = r.str8(1, 255)
+        display_name = r.str8(0, 255)
+        flags = r.u8()
+        _check(flags & 0xFE == 0, MALFORMED_MESSAGE, "reserved flag bits set")
+        ring = r.u16()
+        _check(1 <= ring <= 3600, MALFORMED_MESSAGE, "ring_timeout_s not in 1..3600")
+        participants = [r.str8(1, 255) for _ in range(r.u8())]
+        headers, prev = [], None
+        for _ in range(r.u8()):
+            name = r.str8(1, 255)
+            value = r.str16()
+            nb = name.encode("utf-8")
+            _check(prev is None or prev < nb, MALFORMED_MESSAGE, "header names not strictly increasing")
+            prev = nb
+            headers.append((name, value))
+        f: Fields = CallInvite(call_id, caller_handle, display_name, bool(flags & 1), ring, participants, headers)
+    elif kind == KIND_CALL_CANCEL:
+        call_id = r.take(16)
+        reason = r.u8()
+        _check(reason in CANCEL_REASONS, MALFORMED_MESSAGE, "invalid cancel reason")
+        f = CallCancel(call_id, reason)
+    elif kind == KIND_TEXT:
+        f = Text(r.str8(), r.str8(), r.str16())
+    elif kind == KIND_RECEIPT:
+        count = r.u8()
+        _check(count >= 1, MALFORMED_MESSAGE, "receipt count 0")
+        f = Receipt([r.take(16) for _ in range(count)])
+    elif kind in (0x00, 0xFF):
+        raise E2EEError(MALFORMED_MESSAGE, f"invalid kind 0x{kind:02x}")
+    else:
+        return UnknownKind(kind, raw)
+    _check(r.done(), MALFORMED_MESSAGE, "trailing bytes inside fields")
+    return f
+
+
+def encode_signed_part(m: InnerMessage) -> bytes:
+    _check(len(m.message_id) == 16, INVALID_ARGUMENT, "message_id must be 16 bytes")
+    _check(0 <= m.sent_at_ms < 1 << 64, INVALID_ARGUMENT, "sent_at_ms out of u64 range")
+    _check(len(m.sender_signing_key_id) == 8, INVALID_ARGUMENT, "sender_signing_key_id must be 8 bytes")
+    fields = encode_fields(m.fields)
+    _check(len(fields) <= 0xFFFF, INVALID_ARGUMENT, "fields longer than 65535 bytes")
+    return (bytes([m.kind]) + m.message_id + struct.pack(">Q", m.sent_at_ms)
+            + _w_str8(m.sender_user_id, 1, 64, "sender_user_id") + m.sender_signing_key_id
+            + struct.pack(">H", len(fields)) + fields)
+
+
+def decode_signed_part(data: bytes) -> InnerMessage:
+    r = _Reader(data)
+    kind = r.u8()
+    _check(kind not in (0x00, 0xFF), MALFORMED_MESSAGE, f"invalid kind 0x{kind:02x}")
+    message_id = r.take(16)
+    sent_at_ms = r.u64()
+    sender_user_id = r.str8(1, 64)
+    sender_signing_key_id = r.take(8)
+    fields_raw = r.take(r.u16())
+    _check(r.done(), MALFORMED_MESSAGE, "trailing bytes after fields")
+    return InnerMessage(message_id, sent_at_ms, sender_user_id, sender_signing_key_id, decode_fields(kind, fields_raw))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Strict Ed25519 verification (§9 step 5: reject non-canonical signatures and small-order keys, as libsodium)
+
+_P = 2**255 - 19
+_L = 2**252 + 27742317777372353535851937790883648493
+_D = (-121665 * pow(121666, _P - 2, _P)) % _P
+_SQRT_M1 = pow(2, (_P - 1) // 4, _P)
+
+
+def _ed_decompress(b: bytes) -> Optional[Tuple[int, int, int, int]]:
+    """Decode an Edwards point (extended coordinates) or None; non-canonical y is refused."""
+    y = int.from_bytes(b, "little") & ((1 << 255) - 1)
+    sign = b[31] >> 7
+    if y >= _P:
+        return None
+    u, v = (y * y - 1) % _P, (_D * y * y + 1) % _P
+    x = (u * pow(v, 3, _P) * pow(u * pow(v, 7, _P), (_P - 5) // 8, _P)) % _P
+    if (v * x * x - u) % _P != 0:
+        x = (x * _SQRT_M1) % _P
+        if (v * x * x - u) % _P != 0:
+            return None
+    if x == 0 and sign:
+        return None
+    if x & 1 != sign:
+        x = _P - x
+    return (x, y, 1, (x * y) % _P)
+
+
+def _ed_double(pt: Tuple[int, int, int, int]) -> Tuple[int, int, int, int]:
+    x1, y1, z1, _ = pt
+    a, b, c = x1 * x1 % _P, y1 * y1 % _P, 2 * z1 * z1 % _P
+    h = (a + b) % _P
+    e = (h - (x1 + y1) * (x1 + y1)) % _P
+    g = (a - b) % _P
+    f = (c + g) % _P
+    return (e * f % _P, g * h % _P, f * g % _P, e * h % _P)
+
+
+def _ed_small_order(b: bytes) -> bool:
+    pt = _ed_decompress(b)
+    if pt is None:
+        return True  # undecodable: treat as unusable
+    for _ in range(3):
+        pt = _ed_double(pt)
+    x, y, z, _ = pt
+    return x % _P == 0 and (y - z) % _P == 0
+
+
+def ed25519_verify_strict(public_key: bytes, signature: bytes, message: bytes) -> bool:
+    if len(public_key) != 32 or len(signature) != 64:
+        return False
+    if int.from_bytes(signature[32:], "little") >= _L:  # non-canonical S
+        return False
+    if _ed_decompress(public_key) is None or _ed_small_order(public_key):
+        return False
+    if _ed_decompress(signature[:32]) is None or _ed_small_order(signature[:32]):
+        return False
+    try:
+        Ed25519PublicKey.from_public_bytes(public_key).verify(signature, message)
+        return True
+    except (InvalidSignature, ValueError):
+        return False
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Body (§4)
+
+
+def make_body(envelope: bytes) -> bytes:
+    return BODY_PREFIX + base64.b64encode(envelope) + BODY_SUFFIX
+
+
+_B64_RE = re.compile(rb"\A(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?\Z")
+
+
+def strict_b64decode(s: str) -> bytes:
+    raw = s.encode("ascii", errors="strict") if s.isascii() else None
+    if raw is None or not _B64_RE.match(raw):
+        raise E2EEError(MALFORMED_ENVELOPE, "bad base64")
+    try:
+        out = base64.b64decode(raw, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise E2EEError(MALFORMED_ENVELOPE, "bad base64") from exc
+    if base64.b64encode(out) != raw:  # non-zero unused bits: non-canonical encoding
+        raise E2EEError(MALFORMED_ENVELOPE, "non-canonical base64")
+    return out
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def _object_pairs(pairs):
+    keys = [k for k, _ in pairs]
+    if keys.count("e2ee") > 1:
+        raise ValueError('duplicate "e2ee" key')
+    return dict(pairs)
+
+
+def envelope_from_body(body: bytes) -> bytes:
+    if len(body) > MAX_BODY:
+        raise E2EEError(TOO_LARGE, f"body of {len(body)} bytes > {MAX_BODY}")
+    try:
+        obj = json.loads(body.decode("utf-8", errors="strict"),
+                         parse_constant=_reject_constant, object_pairs_hook=_object_pairs)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise E2EEError(MALFORMED_ENVELOPE, "body is not JSON") from exc
+    if not isinstance(obj, dict):
+        raise E2EEError(MALFORMED_ENVELOPE, "body is not a JSON object")
+    if "e2ee" not in obj:
+        raise E2EEError(FOREIGN_PAYLOAD, 'no "e2ee" key')
+    if not isinstance(obj["e2ee"], str):
+        raise E2EEError(MALFORMED_ENVELOPE, '"e2ee" is not a string')
+    return strict_b64decode(obj["e2ee"])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Seal (§8)
+
+
+@dataclass
+class SealResult:
+    body: bytes
+    envelope: bytes
+    enc: bytes
+    bucket: int
+    intermediates: Dict[str, object]
+
+
+def seal(message: InnerMessage, recipient_public_key: bytes, signing_seed: bytes,
+         ephemeral_secret: bytes) -> SealResult:
+    """Seal `message` to `recipient_public_key` with the given ephemeral X25519 secret (deterministic)."""
+    _check(len(recipient_public_key) == 32 and len(signing_seed) == 32 and len(ephemeral_secret) == 32,
+           INVALID_KEY, "keys must be 32 bytes")
+    kid = key_id(recipient_public_key, ALG_X25519)
+    info = hpke_info(kid)
+    shared_secret, enc = dhkem_encap(recipient_public_key, ephemeral_secret)
+    ks = key_schedule_base(shared_secret, info)
+    header = bytes([VERSION]) + struct.pack(">H", SUITE) + kid + enc
+    assert len(header) == HEADER_LEN
+    signed_part = encode_signed_part(message)
+    sig_input = SIG_LABEL + header + signed_part
+    signature = Ed25519PrivateKey.from_private_bytes(signing_seed).sign(sig_input)
+    inner = signed_part + signature
+    padded = pad(inner)
+    nonce = ks["base_nonce"]  # sequence number 0: base_nonce XOR 0
+    ciphertext = ChaCha20Poly1305(ks["key"]).encrypt(nonce, padded, header)
+    envelope = header + ciphertext
+    body = make_body(envelope)
+    intermediates = {
+        "ephemeral_secret": ephemeral_secret, "ephemeral_public": enc, "enc": enc,
+        "recipient_key_id": kid, "info": info, "shared_secret": shared_secret,
+        "key": ks["key"], "base_nonce": ks["base_nonce"], "header": header,
+        "signed_part": signed_part, "signature_input": sig_input, "signature": signature,
+        "inner": inner, "padded": padded, "ciphertext": ciphertext, "envelope": envelope,
+    }
+    return SealResult(body, envelope, enc, len(padded), intermediates)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Open (§9)
+
+
+@dataclass
+class Opened:
+    message: InnerMessage
+    header: bytes
+    recipient_key_id: bytes
+    enc: bytes
+    bucket: int
+    sender_public_key: bytes
+
+
+def open_envelope(envelope: bytes, device_keys: Mapping[bytes, bytes],
+                  contacts: Mapping[Tuple[str, bytes], bytes]) -> Opened:
+    """device_keys: key id -> X25519 secret; contacts: (user_id, signing key id) -> Ed25519 public key."""
+    # §5, in order, stopping at the first failure.
+    if len(envelope) == 0:
+        raise E2EEError(MALFORMED_ENVELOPE, "empty envelope")
+    if envelope[0] != VERSION:
+        raise E2EEError(UNSUPPORTED_VERSION, f"version {envelope[0]}")
+    if len(envelope) < HEADER_LEN:
+        raise E2EEError(MALFORMED_ENVELOPE, "truncated header")
+    suite = struct.unpack(">H", envelope[1:3])[0]
+    if suite != SUITE:
+        raise E2EEError(UNSUPPORTED_SUITE, f"suite 0x{suite:04x}")
+    header, ciphertext = envelope[:HEADER_LEN], envelope[HEADER_LEN:]
+    if len(ciphertext) - TAG_LEN not in BUCKETS:
+        raise E2EEError(MALFORMED_ENVELOPE, f"ciphertext length {len(ciphertext)} is not a bucket + 16")
+    kid, enc = header[3:11], header[11:43]
+    sk_r = device_keys.get(kid)
+    if sk_r is None:
+        raise E2EEError(UNKNOWN_RECIPIENT_KEY, kid.hex())
+    # §9 step 2: every decryption failure is open-failed.
+    shared_secret = dhkem_decap(enc, sk_r)  # raises open-failed on an all-zero DH
+    ks = key_schedule_base(shared_secret, hpke_info(kid))
+    try:
+        padded = ChaCha20Poly1305(ks["key"]).decrypt(ks["base_nonce"], ciphertext, header)
+    except InvalidTag as exc:
+        raise E2EEError(OPEN_FAILED, "AEAD open failed") from exc
+    # §9 step 3.
+    inner = unpad(padded)
+    if len(inner) < SIG_LEN:
+        raise E2EEError(MALFORMED_MESSAGE, "shorter than a signature")
+    signed_part, signature = inner[:-SIG_LEN], inner[-SIG_LEN:]
+    message = decode_signed_part(signed_part)
+    # §9 steps 4-5.
+    pk = contacts.get((message.sender_user_id, message.sender_signing_key_id))
+    if pk is None:
+        raise E2EEError(UNKNOWN_SENDER, f"{message.sender_user_id}/{message.sender_signing_key_id.hex()}")
+    if not ed25519_verify_strict(pk, signature, SIG_LABEL + header + signed_part):
+        raise E2EEError(BAD_SIGNATURE)
+    return Opened(message, header, kid, enc, len(padded), pk)
+
+
+def open_body(body: bytes, device_keys: Mapping[bytes, bytes],
+              contacts: Mapping[Tuple[str, bytes], bytes]) -> Opened:
+    return open_envelope(envelope_from_body(body), device_keys, contacts)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Helpers for reports
+
+
+def describe(m: InnerMessage) -> Dict[str, object]:
+    f = m.fields
+    d: Dict[str, object] = {
+        "kind": KIND_NAMES.get(m.kind, f"0x{m.kind:02x}"),
+        "message_id": m.message_id.hex(),
+        "sent_at_ms": m.sent_at_ms,
+        "sender_user_id": m.sender_user_id,
+        "sender_signing_key_id": m.sender_signing_key_id.hex(),
+    }
+    if isinstance(f, CallInvite):
+        d.update(call_id=f.call_id.hex(), caller_handle=f.caller_handle, display_name=f.display_name,
+                 has_video=f.has_video, ring_timeout_s=f.ring_timeout_s, participants=f.participants,
+                 headers=f.headers)
+    elif isinstance(f, CallCancel):
+        d.update(call_id=f.call_id.hex(), reason=CANCEL_REASONS[f.reason])
+    elif isinstance(f, Text):
+        d.update(thread_id=f.thread_id, title=f.title, body_bytes=len(f.body.encode("utf-8")))
+    elif isinstance(f, Receipt):
+        d.update(message_ids=[x.hex() for x in f.message_ids])
+    else:
+        d.update(raw=f.raw.hex())
+    return d
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Worked example of spec §14 (the `call-cancel` vector), printed as Markdown:
+#     python3 Tools/independent/e2ee_push.py worked-example
+
+
+def worked_example_inputs() -> Tuple[InnerMessage, bytes, bytes, bytes]:
+    """The §14 inputs, taken from the spec text alone (no fixture needed)."""
+    signing_seed = seed("alice/signing-key")
+    message = InnerMessage(
+        message_id=bytes.fromhex("303132333435363738393a3b3c3d3e3f"),
+        sent_at_ms=1790000003000,
+        sender_user_id="alice",
+        sender_signing_key_id=key_id(ed25519_public(signing_seed), ALG_ED25519),
+        fields=CallCancel(call_id=bytes.fromhex("6f1c8a523b1e4c7a9d2e5a4b3c2d1e0f"), reason=2),
+    )
+    return message, x25519_public(seed("bob/device-key")), signing_seed, seed("ephemeral/2")
+
+
+def _hex_lines(label: str, value: bytes, width: int = 32, pad_to: int = 0) -> List[str]:
+    h = value.hex()
+    chunks = [h[i:i + 2 * width] for i in range(0, len(h), 2 * width)] or [""]
+    head = label.ljust(pad_to)
+    if len(chunks) == 1 and len(head) + len(chunks[0]) <= 110:
+        return [f"{head} {chunks[0]}"]
+    return [label] + ["    " + c for c in chunks]
+
+
+def worked_example_markdown() -> str:
+    message, pk_r, signing_seed, sk_e = worked_example_inputs()
+    s = seal(message, pk_r, signing_seed, sk_e)
+    I = s.intermediates
+    sp: bytes = I["signed_part"]  # type: ignore[assignment]
+    padded: bytes = I["padded"]  # type: ignore[assignment]
+    ct: bytes = I["ciphertext"]  # type: ignore[assignment]
+    inner_len = len(I["inner"])  # type: ignore[arg-type]
+    w = 34
+    out: List[str] = []
+
+    def block(title: str, lines: List[str]) -> None:
+        out.append(title)
+        out.append("")
+        out.append("```")
+        out.extend(lines)
+        out.append("```")
+        out.append("")
+
+    block("HPKE (RFC 9180 `SetupBaseS`, mode_base, sequence number 0):", [
+        *_hex_lines("skE  ephemeral X25519 secret", sk_e, pad_to=w),
+        *_hex_lines("pkE  ephemeral X25519 public", I["ephemeral_public"], pad_to=w),  # type: ignore[arg-type]
+        *_hex_lines("enc  (= pkE)", s.enc, pad_to=w),
+        *_hex_lines(f"info ({len(I['info'])} bytes)", I["info"], pad_to=w),  # type: ignore[arg-type]
+        *_hex_lines("shared_secret", I["shared_secret"], pad_to=w),  # type: ignore[arg-type]
+        *_hex_lines("key", I["key"], pad_to=w),  # type: ignore[arg-type]
+        *_hex_lines("base_nonce (= nonce of seq 0)", I["base_nonce"], pad_to=w),  # type: ignore[arg-type]
+    ])
+    block(f"Header = AEAD aad ({len(I['header'])} bytes: version, suite, recipient key id, enc):", [
+        *_hex_lines("header", I["header"], pad_to=w),  # type: ignore[arg-type]
+    ])
+    name = message.sender_user_id.encode()
+    fields = sp[-(struct.unpack('>H', sp[-19:-17])[0]):]
+    block(f"Signed part ({len(sp)} bytes) and signature:", [
+        *_hex_lines("signed_part", sp, pad_to=w),
+        "  kind                             " + sp[0:1].hex(),
+        "  message_id                       " + sp[1:17].hex(),
+        "  sent_at_ms (u64)                 " + sp[17:25].hex(),
+        "  sender_user_id (str8)            " + sp[25:26 + len(name)].hex() + f'  ("{message.sender_user_id}")',
+        "  sender_signing_key_id            " + sp[26 + len(name):34 + len(name)].hex(),
+        "  fields_length (u16)              " + sp[34 + len(name):36 + len(name)].hex(),
+        "  fields: call_id || reason        " + fields.hex(),
+        f"signature input length             {len(I['signature_input'])} bytes"  # type: ignore[arg-type]
+        f" (17 label + 43 header + {len(sp)} signed_part)",
+        *_hex_lines("signature (Ed25519)", I["signature"], pad_to=w),  # type: ignore[arg-type]
+    ])
+    block("Padding (ISO/IEC 7816-4) to the 1,536 bucket:", [
+        f"unpadded length                    {inner_len} (signed_part || signature)",
+        f"padded length                      {len(padded)}",
+        *_hex_lines("padded[0..16]", padded[:16], pad_to=w),
+        *_hex_lines(f"padded[{len(padded) - 16}..{len(padded)}]", padded[-16:], pad_to=w),
+    ])
+    block("Ciphertext (ChaCha20-Poly1305, aad = header), envelope and body:", [
+        *_hex_lines(f"ciphertext[0..32] (of {len(ct)})", ct[:32], pad_to=w),
+        *_hex_lines("tag (last 16 bytes)", ct[-16:], pad_to=w),
+        f"envelope length                    {len(s.envelope)} (43 header + {len(ct)} ciphertext)",
+        f"body length                        {len(s.body)} (103 + {len(s.body) - 105} base64 + 2)",
+    ])
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["worked-example"]:
+        sys.stdout.write(worked_example_markdown())
+    else:
+        sys.stderr.write("usage: python3 e2ee_push.py worked-example\n")
+        raise SystemExit(64)
