@@ -101,4 +101,31 @@ struct ServiceAndLoggingTests {
             #expect(!logs.contains(secret))
         }
     }
+
+    @Test("starting twice is alreadyStarted; a taken port is bindFailed and the start can be retried")
+    func startErrors() async throws {
+        let directory = try TemporaryDirectory()
+        let key = TestProviderKey()
+        try await withGateway(directory: directory.path, key: key) { first, port in
+            await #expect(throws: GatewayError(code: .alreadyStarted, message: "")) {
+                _ = try await first.start()
+            }
+            let clash = APNsGatewayServer(
+                configuration: GatewayConfiguration(
+                    port: port,
+                    tlsDirectory: directory.file("tls2"),
+                    topics: [testTopic],
+                    providerKeys: [key.registered()]
+                ),
+                sink: InMemoryDeliverySink(),
+                logger: Logger(label: "clash")
+            )
+            await #expect(throws: GatewayError(code: .bindFailed, message: "")) {
+                _ = try await clash.start()
+            }
+            await #expect(throws: GatewayError(code: .bindFailed, message: "")) {
+                _ = try await clash.start()
+            }
+        }
+    }
 }

@@ -75,32 +75,13 @@ public final class APNsGatewayServer: Sendable {
             }
             state.started = true
         }
-        let certificates = try GatewayCertificates.make()
-        try certificates.write(
-            caPath: self.configuration.caCertificatePath,
-            serverPath: self.configuration.serverCertificatePath
-        )
-        let lastSeq: Int
-        do {
-            lastSeq = try await self.sink.lastSequence()
-        } catch {
-            throw GatewayError(
-                code: .deliveryFailed,
-                message: "the delivery sink cannot report its last sequence number: \(error)"
-            )
-        }
-        let processor = self.makeProcessor(lastSeq: lastSeq)
         let channel: any Channel
         do {
-            channel = try await self.makeBootstrap(sslContext: certificates.sslContext, processor: processor)
-                .bind(host: self.configuration.host, port: self.configuration.port)
-                .get()
+            channel = try await self.bind()
         } catch {
-            throw GatewayError(
-                code: .bindFailed,
-                message:
-                    "cannot listen on \(self.configuration.host):\(self.configuration.port): \(error); pick another port or 0"
-            )
+            // A failed start may be retried (e.g. after freeing the port).
+            self.state.withLock { $0.started = false }
+            throw error
         }
         let port = channel.localAddress?.port ?? self.configuration.port
         self.state.withLock {
@@ -130,6 +111,36 @@ public final class APNsGatewayServer: Sendable {
         if let server { try? await server.close() }
         for connection in connections { try? await connection.close() }
         if server != nil { self.logger.info("APNs gateway stopped") }
+    }
+
+    /// Makes the certificates, writes them, asks the sink where to continue, and binds.
+    private func bind() async throws(GatewayError) -> any Channel {
+        let certificates = try GatewayCertificates.make()
+        try certificates.write(
+            caPath: self.configuration.caCertificatePath,
+            serverPath: self.configuration.serverCertificatePath
+        )
+        let lastSeq: Int
+        do {
+            lastSeq = try await self.sink.lastSequence()
+        } catch {
+            throw GatewayError(
+                code: .deliveryFailed,
+                message: "the delivery sink cannot report its last sequence number: \(error)"
+            )
+        }
+        let processor = self.makeProcessor(lastSeq: lastSeq)
+        do {
+            return try await self.makeBootstrap(sslContext: certificates.sslContext, processor: processor)
+                .bind(host: self.configuration.host, port: self.configuration.port)
+                .get()
+        } catch {
+            throw GatewayError(
+                code: .bindFailed,
+                message:
+                    "cannot listen on \(self.configuration.host):\(self.configuration.port): \(error); pick another port or 0"
+            )
+        }
     }
 
     private func makeProcessor(lastSeq: Int) -> RequestProcessor {
