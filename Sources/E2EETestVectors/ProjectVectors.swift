@@ -63,6 +63,37 @@ public enum ProjectVectors: Sendable {
         ]
     }
 
+    /// The message's clear fields, so an implementation can check its decoder field by field (PROTOCOL.md §13).
+    static func describe(_ m: InnerMessage) -> [String: Any] {
+        var d: [String: Any] = [
+            "kind": m.kind.description, "message_id": m.messageID.hex, "sent_at_ms": m.sentAtMs,
+            "sender_user_id": m.senderUserID, "sender_signing_key_id": m.senderSigningKeyID.hex,
+        ]
+        func uuidHex(_ u: UUID) -> String { withUnsafeBytes(of: u.uuid) { Hex.encode($0) } }
+        switch m.content {
+        case .callInvite(let c):
+            d["call_id"] = uuidHex(c.callID)
+            d["caller_handle"] = c.callerHandle
+            d["display_name"] = c.displayName
+            d["has_video"] = c.hasVideo
+            d["ring_timeout_s"] = Int(c.ringTimeoutSeconds)
+            d["participants"] = c.groupParticipants
+            d["headers"] = c.customHeaders
+        case .callCancel(let c):
+            d["call_id"] = uuidHex(c.callID)
+            d["reason"] = c.reason.description
+        case .text(let t):
+            d["thread_id"] = t.threadID
+            d["title"] = t.title
+            d["body"] = t.body
+        case .receipt(let r):
+            d["message_ids"] = r.messageIDs.map(\.hex)
+        case .unknown(_, let fields):
+            d["raw"] = Hex.encode(fields)
+        }
+        return d
+    }
+
     /// Builds the whole vector file (JSON, sorted keys, one trailing newline).
     public static func generate() -> [UInt8] {
         let keys = keys()
@@ -84,6 +115,7 @@ public enum ProjectVectors: Sendable {
                 "envelope": Hex.encode(sealed.envelope.serialized),
                 "body": sealed.bodyString,
                 "body_length": sealed.body.count,
+                "message": describe(message),
             ])
         }
 
@@ -111,6 +143,13 @@ public enum ProjectVectors: Sendable {
         var version2 = envelope
         version2[0] = 0x02
 
+        // Non-canonical base64: the last character before "=" carries 2 unused bits; set the lowest one.
+        var nonCanonical = Array(bodyFor(envelope).utf8)
+        let lastCharIndex = nonCanonical.count - 4  // ... X = " }
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        let index = alphabet.firstIndex(of: nonCanonical[lastCharIndex])!
+        nonCanonical[lastCharIndex] = alphabet[index | 1]
+
         let negatives: [(String, String, E2EEError.Code)] = [
             ("flip-version", bodyFor(flipped(0)), .unsupportedVersion),
             ("unknown-version-2", bodyFor(version2), .unsupportedVersion),
@@ -128,7 +167,9 @@ public enum ProjectVectors: Sendable {
             ("bad-signature", forged.bodyString, .badSignature),
             ("unknown-sender", unknownSender.bodyString, .unknownSender),
             ("bad-base64", bodyFor([]).replacingOccurrences(of: "\"e2ee\":\"\"", with: "\"e2ee\":\"!!not base64!!\""), .malformedEnvelope),
+            ("non-canonical-base64", String(decoding: nonCanonical, as: UTF8.self), .malformedEnvelope),
             ("not-json", "{\"aps\":", .malformedEnvelope),
+            ("json-array", "[]", .malformedEnvelope),
             ("foreign-payload", "{\"aps\":{\"alert\":\"hi\"}}", .foreignPayload),
             ("too-large", String(decoding: inviteBody, as: UTF8.self).replacingOccurrences(of: "\"mutable-content\":1", with: "\"mutable-content\":1,\"pad\":\"" + String(repeating: "p", count: 4097 - inviteBody.count - 9) + "\""), .tooLarge),
         ]

@@ -101,6 +101,16 @@ def main():
             problems.append("bucket/body length")
         if m.sender_user_id != keys["sender_user_id"]:
             problems.append("sender")
+        # Every clear field, compared with the vector's "message" (so a symmetric decoder bug cannot hide).
+        fields = dict(E.describe(m))
+        if isinstance(m.fields, E.Text):
+            fields.pop("body_bytes", None)
+            fields["body"] = m.fields.body
+        if isinstance(fields.get("headers"), (list, tuple)):
+            fields["headers"] = {k: val for k, val in fields["headers"]}
+        if fields != v.get("message"):
+            wrong = sorted(k for k in set(fields) | set(v.get("message") or {}) if fields.get(k) != (v.get("message") or {}).get(k))
+            problems.append("clear fields differ: " + ", ".join(wrong))
         eph = E.seed(v["ephemeral_secret_seed_label"])
         try:
             sealed = E.seal(m, bob_public, alice_seed, eph)

@@ -115,7 +115,11 @@ public enum PushPayload: Sendable {
         } catch {
             throw E2EEError.malformed("the body is not a JSON object with a string \"\(WireProtocol.payloadKey)\"")
         }
-        guard let bytes = Data(base64Encoded: value) else { throw E2EEError.malformed("the envelope is not base64") }
+        // Strict base64: standard alphabet, padding, no whitespace, and canonical (the unused low bits of the last
+        // character are zero): the text must be exactly the encoding of the bytes it decodes to.
+        guard let bytes = Data(base64Encoded: value), bytes.base64EncodedString() == value else {
+            throw E2EEError.malformed("the envelope is not canonical base64")
+        }
         return try Envelope(parsing: Array(bytes))
     }
 
