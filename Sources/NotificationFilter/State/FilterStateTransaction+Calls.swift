@@ -33,7 +33,12 @@ extension FilterStateTransaction {
             try statement.bind(account, at: 1)
             try statement.bind(callID.uuidString, at: 2)
             guard try statement.step() else { return nil }
-            return EarlyCancelRecord(account: account, callID: callID, reason: statement.text(0), atMs: statement.int64(1))
+            return EarlyCancelRecord(
+                account: account,
+                callID: callID,
+                reason: statement.text(0),
+                atMs: statement.int64(1)
+            )
         }
         guard let found else { return nil }
         try database.withStatement("DELETE FROM early_cancel WHERE account = ?1 AND call_id = ?2") {

@@ -22,7 +22,8 @@ extension FilterStateTransaction {
     ///
     /// - Throws: ``FilterStateError`` on a SQLite failure.
     public func decision(forSeq seq: Int64) throws(FilterStateError) -> String? {
-        try database.withStatement("SELECT line FROM decision_log WHERE seq = ?1") { statement throws(FilterStateError) in
+        try database.withStatement("SELECT line FROM decision_log WHERE seq = ?1") {
+            statement throws(FilterStateError) in
             try statement.bind(seq, at: 1)
             return try statement.step() ? statement.text(0) : nil
         }
@@ -103,7 +104,13 @@ extension FilterStateTransaction {
             try statement.bind(Int64(max(0, limit)), at: 1)
             var payloads: [PendingPayload] = []
             while try statement.step() {
-                payloads.append(PendingPayload(seq: statement.int64(0), payload: statement.text(1), enqueuedAtMs: statement.int64(2)))
+                payloads.append(
+                    PendingPayload(
+                        seq: statement.int64(0),
+                        payload: statement.text(1),
+                        enqueuedAtMs: statement.int64(2)
+                    )
+                )
             }
             return payloads
         }

@@ -30,7 +30,13 @@ struct SQLiteStatement {
     mutating func bind(_ bytes: [UInt8], at index: Int32) throws(FilterStateError) {
         let rc = bytes.withUnsafeBytes { buffer in
             // A zero-length blob needs a non-nil pointer or SQLite stores NULL.
-            sqlite3_bind_blob(raw, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count), Self.transient)
+            sqlite3_bind_blob(
+                raw,
+                index,
+                buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
+                Int32(buffer.count),
+                Self.transient
+            )
         }
         try database.check(rc, "bind \(index) of \(sql)")
     }

@@ -1,23 +1,44 @@
+import Testing
+
+@testable import NotificationFilter
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Testing
-@testable import NotificationFilter
 
 @Suite("FilterStateStore: file, schema and transactions")
 struct FilterStateStoreTests {
     @Test("a new file gets WAL, the schema version and the application id")
     func newFileSchema() throws {
-        let dir = TemporaryDirectory()
+        let dir = ScratchDirectory()
         let store = try openStore(dir.file("state.sqlite"))
-        _ = try store.transaction { tx throws in try tx.insertMessageID(account: "a", messageID: messageID(1), sentAtMs: 1) }
+        _ = try store.transaction { tx throws in
+            try tx.insertMessageID(account: "a", messageID: messageID(1), sentAtMs: 1)
+        }
         let pragmas = try store.transaction { tx throws in
-            try tx.database.withStatement("PRAGMA journal_mode") { s throws(FilterStateError) in try s.step() ? s.text(0) : "" }
-                + "," + String(try tx.database.withStatement("PRAGMA user_version") { s throws(FilterStateError) in try s.step() ? s.int64(0) : -1 })
-                + "," + String(try tx.database.withStatement("PRAGMA application_id") { s throws(FilterStateError) in try s.step() ? s.int64(0) : -1 })
-                + "," + String(try tx.database.withStatement("PRAGMA synchronous") { s throws(FilterStateError) in try s.step() ? s.int64(0) : -1 })
+            try tx.database.withStatement("PRAGMA journal_mode") { s throws(FilterStateError) in
+                try s.step() ? s.text(0) : ""
+            }
+                + ","
+                + String(
+                    try tx.database.withStatement("PRAGMA user_version") { s throws(FilterStateError) in
+                        try s.step() ? s.int64(0) : -1
+                    }
+                )
+                + ","
+                + String(
+                    try tx.database.withStatement("PRAGMA application_id") { s throws(FilterStateError) in
+                        try s.step() ? s.int64(0) : -1
+                    }
+                )
+                + ","
+                + String(
+                    try tx.database.withStatement("PRAGMA synchronous") { s throws(FilterStateError) in
+                        try s.step() ? s.int64(0) : -1
+                    }
+                )
         }
         #expect(pragmas == "wal,1,\(0x4532_4546),2")  // synchronous FULL = 2
         #expect(fileExists(dir.file("state.sqlite-wal")))
@@ -25,7 +46,7 @@ struct FilterStateStoreTests {
 
     @Test("a thrown error rolls back every change of the transaction")
     func rollbackOnThrow() throws {
-        let dir = TemporaryDirectory()
+        let dir = ScratchDirectory()
         let store = try openStore(dir.file("state.sqlite"))
         let callID = UUID()
         #expect(throws: TestFailure()) {
@@ -35,9 +56,18 @@ struct FilterStateStoreTests {
                 try tx.recordDecision(seq: 1, line: "{\"seq\":1}")
                 try tx.setSpoolProgress(path: "/spool", SpoolProgress(byteOffset: 100, lastSeq: 1))
                 try tx.enqueuePending(seq: 1, payload: "p", atMs: 10)
-                try tx.recordEarlyCancel(EarlyCancelRecord(account: "a", callID: callID, reason: "remoteEnded", atMs: 10))
+                try tx.recordEarlyCancel(
+                    EarlyCancelRecord(account: "a", callID: callID, reason: "remoteEnded", atMs: 10)
+                )
                 try tx.recordMissedCall(
-                    MissedCallRecord(account: "a", callID: callID, callerHandle: "h", displayName: nil, atMs: 10, reason: "r")
+                    MissedCallRecord(
+                        account: "a",
+                        callID: callID,
+                        callerHandle: "h",
+                        displayName: nil,
+                        atMs: 10,
+                        reason: "r"
+                    )
                 )
                 throw TestFailure()
             }
@@ -64,7 +94,7 @@ struct FilterStateStoreTests {
 
     @Test("a store error inside the transaction rolls back earlier changes too")
     func rollbackOnStoreError() throws {
-        let dir = TemporaryDirectory()
+        let dir = ScratchDirectory()
         let store = try openStore(dir.file("state.sqlite"))
         #expect(throws: FilterStateError.self) {
             try store.transaction { tx throws in
@@ -77,7 +107,7 @@ struct FilterStateStoreTests {
 
     @Test("reopening the file keeps committed state")
     func reopenKeepsState() throws {
-        let dir = TemporaryDirectory()
+        let dir = ScratchDirectory()
         let path = dir.file("state.sqlite")
         let callID = UUID()
         do {
@@ -103,16 +133,16 @@ struct FilterStateStoreTests {
 
     @Test("a file that is not SQLite gives corruptDatabase")
     func garbageFile() throws {
-        let dir = TemporaryDirectory()
+        let dir = ScratchDirectory()
         let path = dir.file("state.sqlite")
-        writeFile(path, Array(repeating: 0x5A, count: 8192))
+        writeScratchFile(path, Array(repeating: 0x5A, count: 8192))
         let error = #expect(throws: FilterStateError.self) { try openStore(path) }
         #expect(error?.code == .corruptDatabase)
     }
 
     @Test("another application's SQLite file gives foreignDatabase and is left unchanged")
     func foreignFile() throws {
-        let dir = TemporaryDirectory()
+        let dir = ScratchDirectory()
         let path = dir.file("other.sqlite")
         let other = try SQLiteDatabase(path: path)
         try other.execute("CREATE TABLE contacts (name TEXT); INSERT INTO contacts VALUES ('x')")
@@ -126,7 +156,7 @@ struct FilterStateStoreTests {
 
     @Test("a newer schema version gives schemaTooNew")
     func newerSchema() throws {
-        let dir = TemporaryDirectory()
+        let dir = ScratchDirectory()
         let path = dir.file("state.sqlite")
         _ = try openStore(path)
         let raw = try SQLiteDatabase(path: path)

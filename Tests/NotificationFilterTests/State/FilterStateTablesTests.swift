@@ -1,16 +1,18 @@
+import Testing
+
+@testable import NotificationFilter
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import Testing
-@testable import NotificationFilter
 
 @Suite("FilterStateStore: each table")
 struct FilterStateTablesTests {
     @Test("replay set: a message id is new once per account; other accounts are separate")
     func replaySet() throws {
-        let dir = TemporaryDirectory()
+        let dir = ScratchDirectory()
         let store = try openStore(dir.file("s.sqlite"))
         try store.transaction { tx throws in
             #expect(try tx.insertMessageID(account: "alice", messageID: messageID(1), sentAtMs: 100) == true)
@@ -22,7 +24,7 @@ struct FilterStateTablesTests {
 
     @Test("replay set: a message id of the wrong length is refused", arguments: [0, 15, 17, 32])
     func replayWrongLength(length: Int) throws {
-        let dir = TemporaryDirectory()
+        let dir = ScratchDirectory()
         let store = try openStore(dir.file("s.sqlite"))
         let error = #expect(throws: FilterStateError.self) {
             try store.transaction { tx throws in
@@ -34,7 +36,7 @@ struct FilterStateTablesTests {
 
     @Test("prune removes only ids sent before the cut-off")
     func pruneReplay() throws {
-        let dir = TemporaryDirectory()
+        let dir = ScratchDirectory()
         let store = try openStore(dir.file("s.sqlite"))
         try store.transaction { tx throws in
             for n in UInt8(0)..<10 {
@@ -56,7 +58,7 @@ struct FilterStateTablesTests {
 
     @Test("call states: upsert, read back, list by state, prune only finished calls")
     func callStates() throws {
-        let dir = TemporaryDirectory()
+        let dir = ScratchDirectory()
         let store = try openStore(dir.file("s.sqlite"))
         let ringing = UUID()
         let ended = UUID()
@@ -74,7 +76,13 @@ struct FilterStateTablesTests {
         try store.transaction { tx throws in
             #expect(
                 try tx.callState(account: "a", callID: ended)
-                    == CallStateRecord(account: "a", callID: ended, state: .ended, updatedAtMs: 20, endReason: "remoteEnded")
+                    == CallStateRecord(
+                        account: "a",
+                        callID: ended,
+                        state: .ended,
+                        updatedAtMs: 20,
+                        endReason: "remoteEnded"
+                    )
             )
             #expect(try tx.callState(account: "b", callID: ended) == nil)
             #expect(try tx.calls(in: .ringing).map(\.callID) == [ringing])
@@ -88,7 +96,7 @@ struct FilterStateTablesTests {
 
     @Test("early cancels: consumed exactly once when the invite arrives; prune by age")
     func earlyCancels() throws {
-        let dir = TemporaryDirectory()
+        let dir = ScratchDirectory()
         let store = try openStore(dir.file("s.sqlite"))
         let callID = UUID()
         let stale = UUID()
@@ -110,13 +118,23 @@ struct FilterStateTablesTests {
 
     @Test("missed-call log: one entry per call, oldest first, filtered by account")
     func missedCalls() throws {
-        let dir = TemporaryDirectory()
+        let dir = ScratchDirectory()
         let store = try openStore(dir.file("s.sqlite"))
         let first = MissedCallRecord(
-            account: "a", callID: UUID(), callerHandle: "+15551234", displayName: "Ann", atMs: 10, reason: "unanswered"
+            account: "a",
+            callID: UUID(),
+            callerHandle: "+15551234",
+            displayName: "Ann",
+            atMs: 10,
+            reason: "unanswered"
         )
         let second = MissedCallRecord(
-            account: "b", callID: UUID(), callerHandle: nil, displayName: nil, atMs: 20, reason: "remoteEnded"
+            account: "b",
+            callID: UUID(),
+            callerHandle: nil,
+            displayName: nil,
+            atMs: 20,
+            reason: "remoteEnded"
         )
         try store.transaction { tx throws in
             #expect(try tx.recordMissedCall(second))
@@ -132,7 +150,7 @@ struct FilterStateTablesTests {
 
     @Test("decision log: one line per seq, the first one wins, last decided seq")
     func decisionLog() throws {
-        let dir = TemporaryDirectory()
+        let dir = ScratchDirectory()
         let store = try openStore(dir.file("s.sqlite"))
         try store.transaction { tx throws in
             #expect(try tx.lastDecidedSeq() == nil)
@@ -149,7 +167,7 @@ struct FilterStateTablesTests {
 
     @Test("spool progress: per path, overwritten, negative offsets refused")
     func spoolProgress() throws {
-        let dir = TemporaryDirectory()
+        let dir = ScratchDirectory()
         let store = try openStore(dir.file("s.sqlite"))
         try store.transaction { tx throws in
             try tx.setSpoolProgress(path: "/a", SpoolProgress(byteOffset: 10, lastSeq: 1))
@@ -162,14 +180,16 @@ struct FilterStateTablesTests {
             #expect(try tx.spoolProgress(path: "/c") == nil)
         }
         let error = #expect(throws: FilterStateError.self) {
-            try store.transaction { tx throws in try tx.setSpoolProgress(path: "/a", SpoolProgress(byteOffset: -1, lastSeq: 3)) }
+            try store.transaction { tx throws in
+                try tx.setSpoolProgress(path: "/a", SpoolProgress(byteOffset: -1, lastSeq: 3))
+            }
         }
         #expect(error?.code == .invalidArgument)
     }
 
     @Test("pending payloads: enqueue once, drain in seq order in batches, delete")
     func pendingPayloads() throws {
-        let dir = TemporaryDirectory()
+        let dir = ScratchDirectory()
         let store = try openStore(dir.file("s.sqlite"))
         try store.transaction { tx throws in
             for seq: Int64 in [5, 3, 9, 1] {

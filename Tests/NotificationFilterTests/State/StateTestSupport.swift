@@ -1,3 +1,7 @@
+import Logging
+
+@testable import NotificationFilter
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -8,11 +12,9 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Logging
-@testable import NotificationFilter
 
 /// A fresh temporary directory per test, removed when the value goes away.
-final class TemporaryDirectory: Sendable {
+final class ScratchDirectory: Sendable {
     let path: String
 
     init() {
@@ -27,7 +29,9 @@ final class TemporaryDirectory: Sendable {
     deinit {
         if let dir = opendir(path) {
             while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                    String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+                }
                 if name != "." && name != ".." { unlink(path + "/" + name) }
             }
             closedir(dir)
@@ -37,7 +41,7 @@ final class TemporaryDirectory: Sendable {
 }
 
 /// Writes `bytes` to a new file at `path`.
-func writeFile(_ path: String, _ bytes: [UInt8]) {
+func writeScratchFile(_ path: String, _ bytes: [UInt8]) {
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
     precondition(fd >= 0)
     _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }

@@ -1,0 +1,68 @@
+#if canImport(FoundationEssentials)
+public import FoundationEssentials
+#else
+public import Foundation
+#endif
+
+/// One call event, written as one JSON line with sorted keys.
+///
+/// Example: `{"account":"alice","atMs":1000,"callID":"6F2A…","displayName":"Bob","event":"ringing","handle":"bob"}`.
+/// Absent optional fields are left out of the line.
+public struct CallEvent: Hashable, Sendable, Codable {
+    /// The kind of event.
+    public struct Kind: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// The call was reported and rings.
+        public static let ringing = Self(rawValue: "ringing")
+        /// The user answered.
+        public static let answered = Self(rawValue: "answered")
+        /// The user declined the ringing call.
+        public static let declined = Self(rawValue: "declined")
+        /// The call ended (see the reason).
+        public static let ended = Self(rawValue: "ended")
+        /// The call rang and nobody answered: timed out, or the caller hung up first.
+        public static let missed = Self(rawValue: "missed")
+
+        public var description: String { rawValue }
+
+    }
+
+    public var event: Kind
+    /// The call id, as an uppercase canonical UUID string.
+    public var callID: String
+    public var account: String
+    public var reason: String?
+    public var handle: String?
+    public var displayName: String?
+    /// When it happened, in milliseconds since 1970.
+    public var atMs: Int64
+
+    public init(
+        event: Kind,
+        callID: UUID,
+        account: String,
+        reason: String? = nil,
+        handle: String? = nil,
+        displayName: String? = nil,
+        atMs: Int64
+    ) {
+        self.event = event
+        self.callID = callID.uuidString
+        self.account = account
+        self.reason = reason
+        self.handle = handle
+        self.displayName = displayName
+        self.atMs = atMs
+    }
+
+    /// The event as one JSON line with sorted keys, without the trailing newline.
+    public func jsonLine() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding strings and integers cannot fail.
+        guard let data = try? encoder.encode(self) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
