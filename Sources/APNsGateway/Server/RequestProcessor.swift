@@ -4,9 +4,9 @@ import Logging
 
 /// Turns one complete request into the gateway's answer: validation, authentication, faults, delivery.
 ///
-/// The order is: `apns-id`; path, method, duplicate headers, device token; provider token; `apns-*` headers;
-/// body; device registry; then the injected fault (if any); then delivery, and 200 only once the sink has the
-/// record.
+/// The order is: path, method, duplicate headers, device token; provider token; `apns-id`; the other `apns-*`
+/// headers; body; device registry; then the injected fault (if any); then delivery, and 200 only once the sink has
+/// the record. Every answer echoes a valid `apns-id`, or a generated one.
 struct RequestProcessor: Sendable {
     let validator: RequestValidator
     let verifier: ProviderTokenVerifier
@@ -43,8 +43,7 @@ struct RequestProcessor: Sendable {
         case .failure(let rejection): return reject(rejection)
         case .success(let value): token = value
         }
-        let now = self.now()
-        let nowSeconds = now.timeIntervalSince1970
+        let nowSeconds = self.now().timeIntervalSince1970
         if let rejection = self.verifier.authenticate(
             request.value("authorization"),
             connection: connection.tokens,
@@ -65,8 +64,7 @@ struct RequestProcessor: Sendable {
             token,
             topic: headers.topic,
             bundleID: headers.bundleID,
-            in: self.devices(),
-            now: nowSeconds
+            in: self.devices()
         ) {
             return reject(rejection, token: token)
         }

@@ -2,7 +2,7 @@
 ///
 /// Each check returns the APNs rejection a real server gives; the order is path, method, duplicate headers,
 /// device token format (``route(_:)``), then, after authentication, the `apns-*` headers (``headers(_:)``), the
-/// body (``body(_:pushType:)``) and the device registry (``device(_:topic:bundleID:in:now:)``).
+/// body (``body(_:pushType:)``) and the device registry (``device(_:topic:bundleID:in:)``).
 struct RequestValidator: Sendable {
     /// The accepted, normalised `apns-*` values of a request.
     struct ValidatedHeaders: Sendable {
@@ -67,8 +67,7 @@ struct RequestValidator: Sendable {
         _ token: String,
         topic: String,
         bundleID: String,
-        in registry: DeviceRegistry,
-        now: Double
+        in registry: DeviceRegistry
     ) -> APNsRejection? {
         guard let entry = registry.entry(for: token) else {
             return registry.requiresRegistration ? .badDeviceToken : nil
