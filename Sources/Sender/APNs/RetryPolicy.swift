@@ -109,7 +109,7 @@ public struct RetryPolicy: Sendable {
 
     private static func duration(seconds: Double) -> Duration {
         // Clamp before converting: an enormous multiplier must not trap in Int64(_:).
-        .nanoseconds(Int64(min(seconds * 1e9, 1e18).rounded(.up)))
+        .nanoseconds(Int64(min(seconds * 1e9, 1e18).rounded()))
     }
 
     private static func power(_ base: Double, _ exponent: Double) -> Double {
