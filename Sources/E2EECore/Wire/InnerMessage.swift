@@ -107,7 +107,8 @@ public struct InnerMessage: Sendable, Hashable {
 
     /// Decodes `signed_part || signature` (the unpadded plaintext). Returns the message, the signed part and the
     /// signature. Every failure is `.malformedMessage`.
-    static func decode(_ plaintext: [UInt8]) throws(E2EEError) -> (InnerMessage, signedPart: [UInt8], signature: [UInt8])
+    @_spi(Vectors)
+    public static func decode(_ plaintext: [UInt8]) throws(E2EEError) -> (InnerMessage, signedPart: [UInt8], signature: [UInt8])
     {
         let signatureLength = Primitives.ed25519SignatureLength
         guard plaintext.count > signatureLength else { throw E2EEError.malformedMessage("too short") }

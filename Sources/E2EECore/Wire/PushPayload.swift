@@ -177,7 +177,12 @@ public enum PushPayload: Sendable {
     }
 }
 
+/// The one key we read. Present but not a string (a number, null, an object) is malformed; absent is foreign.
 private struct BodyShape: Decodable {
     var envelope: String?
     enum CodingKeys: String, CodingKey { case envelope = "e2ee" }
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.envelope = container.contains(.envelope) ? try container.decode(String.self, forKey: .envelope) : nil
+    }
 }

@@ -1,0 +1,20 @@
+#!/usr/bin/env python3
+"""Seeds the fuzzers from Fixtures/: every vector body, envelope and a request line around each body."""
+import json, os, sys
+
+out = sys.argv[1] if len(sys.argv) > 1 else "Fuzz/corpus"
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+vectors = json.load(open(os.path.join(root, "Fixtures", "e2ee-vectors.json")))
+os.makedirs(out, exist_ok=True)
+n = 0
+for group in ("positive", "negative"):
+    for v in vectors[group]:
+        body = v["body"].encode()
+        open(os.path.join(out, f"{group}-{v['name']}.body"), "wb").write(body)
+        line = json.dumps({"device_token": "ab" * 32, "headers": {"apns-id": "00000000-0000-0000-0000-000000000001"}, "body": v["body"]})
+        open(os.path.join(out, f"{group}-{v['name']}.line"), "wb").write(line.encode())
+        n += 2
+        if "envelope" in v:
+            open(os.path.join(out, f"{group}-{v['name']}.envelope"), "wb").write(bytes.fromhex(v["envelope"]))
+            n += 1
+print(f"fuzz corpus: {n} seeds in {out}")
