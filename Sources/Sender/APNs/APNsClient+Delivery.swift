@@ -75,6 +75,26 @@ extension APNsClient {
                     ),
                     metadata
                 )
+            case .refused(let local):
+                let result = APNsResult(
+                    deviceToken: deviceToken,
+                    apnsID: request.apnsID,
+                    attempts: attempts,
+                    localOutcome: local
+                )
+                // The server did not process a refused stream: sending again cannot duplicate the push.
+                guard policyAttempts < policy.maxAttempts else { return self.finish(result, metadata) }
+                let delay = policy.delay(beforeRetry: policyAttempts, random: Double.random(in: 0..<1))
+                self.logger.notice(
+                    "APNs refused the stream (REFUSED_STREAM); retrying after \(delay)",
+                    metadata: metadata.merging(["apns.attempts": "\(attempts)"]) { $1 }
+                )
+                do {
+                    try await policy.sleep(delay)
+                } catch {
+                    return self.finish(result, metadata)
+                }
+                continue
             }
             let result = APNsResult(
                 deviceToken: deviceToken,

@@ -15,6 +15,9 @@ struct APNsExchangeAnswer: Sendable {
 enum APNsExchangeOutcome: Sendable {
     case answered(APNsExchangeAnswer)
     case local(APNsLocalOutcome)
+    /// The server refused the stream (`RST_STREAM(REFUSED_STREAM)`): HTTP/2 guarantees it did no processing
+    /// (RFC 9113 §8.7), so the push may be sent again without risking a duplicate.
+    case refused(APNsLocalOutcome)
 }
 
 extension APNsClient {
@@ -58,7 +61,11 @@ extension APNsClient {
             case .alreadyShutdown:
                 return .local(.clientShutdown)
             case .cancelled:
-                return .local(self.isShutDown ? .clientShutdown : .cancelled)
+                // AsyncHTTPClient also reports requests failed by a closing connection as cancelled.
+                if Task.isCancelled { return .local(.cancelled) }
+                return .local(
+                    self.isShutDown ? .clientShutdown : .connectionError("request failed as the connection closed")
+                )
             default:
                 if NIODeadline.now() >= deadline { return .local(.timeout(after: timeout)) }
                 return .local(self.isShutDown ? .clientShutdown : .connectionError("\(error)"))
@@ -67,8 +74,21 @@ extension APNsClient {
             return .local(.cancelled)
         } catch {
             if NIODeadline.now() >= deadline { return .local(.timeout(after: timeout)) }
-            return .local(self.isShutDown ? .clientShutdown : .connectionError(Self.describe(error)))
+            if self.isShutDown { return .local(.clientShutdown) }
+            let outcome = APNsLocalOutcome.connectionError(Self.describe(error))
+            return Self.isRefusedStream(error) ? .refused(outcome) : .local(outcome)
         }
+    }
+
+    /// Whether `error` is swift-nio-http2's `StreamClosed` with `REFUSED_STREAM` (0x7).
+    ///
+    /// Sender does not link NIOHTTP2 itself (AsyncHTTPClient owns the HTTP/2 stack), so the error is recognised by
+    /// its type name and error code as reflected: precise enough for the one code that makes a retry safe.
+    static func isRefusedStream(_ error: any Error) -> Bool {
+        let mirror = Mirror(reflecting: error)
+        guard String(describing: mirror.subjectType) == "StreamClosed" else { return false }
+        guard let code = mirror.children.first(where: { $0.label == "errorCode" })?.value else { return false }
+        return String(describing: code).contains("0x7 ")
     }
 
     /// Decodes `{"reason": ..., "timestamp": ...}`, tolerating an empty body, a missing field, a string timestamp

@@ -2,8 +2,9 @@
 ///
 /// Only 429 and 5xx answers are retried. 400, 403, 404, 405, 410 and 413 mean the request itself is wrong (or the
 /// device is gone) and sending it again cannot help; 403 `ExpiredProviderToken` is handled apart, by one token
-/// regeneration, not by this policy. Local failures (timeouts, broken connections) are not retried either: a push
-/// that timed out may have been delivered, and a duplicate call push rings twice.
+/// regeneration, not by this policy. A stream the server refused (`REFUSED_STREAM`) is retried under this policy,
+/// since HTTP/2 guarantees it was not processed. Other local failures (timeouts, broken connections) are not
+/// retried: a push that timed out may have been delivered, and a duplicate call push rings twice.
 ///
 /// The delay before retry *n* (1-based) is `min(initialDelay * multiplier^(n-1), maxDelay)`, lengthened by a random
 /// fraction up to `jitter` of itself and capped again at `maxDelay`. Jitter only ever lengthens a delay, so the

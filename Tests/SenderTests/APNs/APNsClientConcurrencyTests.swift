@@ -61,3 +61,46 @@ struct APNsClientConcurrencyTests {
         }
     }
 }
+
+@Suite("APNs client against the gateway: the server changes the rules mid-flight")
+struct APNsClientConnectionChangeTests {
+    @Test("a lowered stream limit mid-connection is honoured: 200 pushes, all 200, still one connection")
+    func streamLimitDrop() async throws {
+        let faults = FaultInjection(streamLimitDrop: .init(afterStreams: 20, maxConcurrentStreams: 4))
+        try await GatewayHarness.with(faults: faults) { gateway in
+            let client = try gateway.makeClient(window: 50)
+            let results = await client.send((0..<200).map { _ in GatewayHarness.push() })
+            #expect(results.filter { $0.status == 200 }.count == 200)
+            #expect(gateway.sink.records.count == 200)
+            #expect(client.connectionsOpened == (http2: 1, http1: 0))
+        }
+    }
+
+    @Test(
+        "after GOAWAY: refused streams are retried, others fail as connection errors, a new connection is opened",
+        .timeLimit(.minutes(2))
+    )
+    func goAway() async throws {
+        let faults = FaultInjection(goAway: .init(afterStreams: 30))
+        try await GatewayHarness.with(faults: faults) { gateway in
+            let client = try gateway.makeClient(
+                window: 10,
+                retryPolicy: try RetryPolicy(maxAttempts: 3, initialDelay: .milliseconds(20))
+            )
+            let results = await client.send((0..<100).map { _ in GatewayHarness.push() })
+            let delivered = results.filter { $0.status == 200 }
+            let failed = results.filter { $0.localOutcome != nil }
+            // Every push has exactly one outcome, every 200 is a record in the sink, no push reads as cancelled.
+            #expect(delivered.count + failed.count == 100)
+            #expect(gateway.sink.records.count == delivered.count)
+            #expect(
+                failed.allSatisfy { $0.localOutcome == .connectionError("") },
+                "\(failed.map { "\($0.localOutcome.map(\.description) ?? "-")" })"
+            )
+            #expect(delivered.count >= 30)
+            #expect(client.connectionsOpened.http2 >= 2)
+            // A later push goes out on a fresh connection.
+            #expect(await client.send(GatewayHarness.push()).status == 200)
+        }
+    }
+}
