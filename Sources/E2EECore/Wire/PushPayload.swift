@@ -103,6 +103,14 @@ public enum PushPayload: Sendable {
         guard body.count <= WireProtocol.apnsMaximumBodyLength else {
             throw E2EEError(.tooLarge, "the APNs body is \(body.count) bytes; APNs allows 4,096")
         }
+        // Fast path: the canonical body this package sends is the fixed prefix, base64 characters, the fixed
+        // suffix. It is exactly the JSON object the general path would parse, so the outcome is the same.
+        if let value = Self.canonicalEnvelopeText(body) {
+            guard let bytes = Data(base64Encoded: value), bytes.base64EncodedString() == value else {
+                throw E2EEError.malformed("the envelope is not canonical base64")
+            }
+            return try Envelope(parsing: Array(bytes))
+        }
         let value: String
         do {
             let decoded = try JSONDecoder().decode(BodyShape.self, from: Data(body))
@@ -121,6 +129,28 @@ public enum PushPayload: Sendable {
             throw E2EEError.malformed("the envelope is not canonical base64")
         }
         return try Envelope(parsing: Array(bytes))
+    }
+
+    private static let prefixBytes = Array(WireProtocol.bodyPrefix.utf8)
+    private static let suffixBytes = Array(WireProtocol.bodySuffix.utf8)
+
+    /// The base64 text of a body in exactly the canonical form of docs/PROTOCOL.md §4, or nil.
+    static func canonicalEnvelopeText(_ body: [UInt8]) -> String? {
+        let p = prefixBytes.count
+        let s = suffixBytes.count
+        guard body.count > p + s, body.starts(with: prefixBytes), body[(body.count - s)...].elementsEqual(suffixBytes)
+        else { return nil }
+        let middle = body[p..<(body.count - s)]
+        for c in middle {
+            switch c {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="):
+                continue
+            default:
+                return nil
+            }
+        }
+        return String(decoding: middle, as: UTF8.self)
     }
 
     /// Opens an APNs body: parses, decrypts, unpads, decodes and verifies.

@@ -13,17 +13,40 @@ extension FilterEngine {
         case opened(account: String, message: InnerMessage, senderName: String)
     }
 
-    func open(_ input: PayloadInput, nowMs: Int64) -> Opened {
+    /// What opening needs, copied out of the actor so batches can be opened on both cores.
+    struct OpenContext: Sendable {
+        var accounts: [FilterAccount]
+        var accountByKeyID: [KeyID: Int]
+        var gracePeriodMs: Int64
+    }
+
+    var openContext: OpenContext {
+        OpenContext(accounts: self.accounts, accountByKeyID: self.accountByKeyIDMap, gracePeriodMs: self.policy.keyGracePeriodMs)
+    }
+
+    /// Opens a batch: inputs of eight or more are split in two halves opened in parallel (decryption and signature
+    /// checks are the expensive, stateless part of a decision).
+    func openAll(_ inputs: [PayloadInput], nowMs: Int64) async -> [Opened] {
+        let context = self.openContext
+        guard inputs.count >= 8 else { return inputs.map { Self.open($0, context, nowMs: nowMs) } }
+        let half = inputs.count / 2
+        let second = Array(inputs[half...])
+        let other = Task.detached { second.map { Self.open($0, context, nowMs: nowMs) } }
+        let first = inputs[..<half].map { Self.open($0, context, nowMs: nowMs) }
+        return first + (await other.value)
+    }
+
+    static func open(_ input: PayloadInput, _ context: OpenContext, nowMs: Int64) -> Opened {
         guard let body = input.body else { return .malformedInput }
         do {
             let envelope = try PushPayload.envelope(fromBody: body)
-            guard let index = self.accountByKeyIDLookup(envelope.recipientKeyID),
-                let identity = self.accounts[index].identity
+            guard let index = context.accountByKeyID[envelope.recipientKeyID],
+                let identity = context.accounts[index].identity
             else {
                 return .failed(code: E2EEError.Code.unknownRecipientKey.rawValue, account: nil)
             }
-            let account = self.accounts[index]
-            let grace = UInt64(max(0, self.policy.keyGracePeriodMs))
+            let account = context.accounts[index]
+            let grace = UInt64(max(0, context.gracePeriodMs))
             do {
                 let opened = try PushPayload.open(
                     envelope,
@@ -176,9 +199,5 @@ extension FilterEngine {
             actions.append(.end(account: account, callID: cancel.callID, cause: .cancelled(cancel.reason), atMs: nowMs))
             return finish(.silence, FilterReason.callCancelled)
         }
-    }
-
-    func accountByKeyIDLookup(_ keyID: KeyID) -> Int? {
-        self.accountIndex(for: keyID)
     }
 }

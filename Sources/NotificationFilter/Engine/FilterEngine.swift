@@ -59,7 +59,7 @@ public actor FilterEngine {
         return map
     }
 
-    func accountIndex(for keyID: KeyID) -> Int? { self.accountByKeyID[keyID] }
+    var accountByKeyIDMap: [KeyID: Int] { self.accountByKeyID }
 
     /// Whether any account is locked (its payloads wait).
     public var isLocked: Bool { self.accounts.contains(where: \.isLocked) }
@@ -113,7 +113,7 @@ public actor FilterEngine {
         }
 
         // Decrypt and verify outside the transaction (pure work), then decide with state inside it.
-        let opened = inputs.map { self.open($0, nowMs: nowMs) }
+        let opened = await self.openAll(inputs, nowMs: nowMs)
         let (decisions, actions) = try self.store.transaction { tx -> ([FilterDecision], [PostCommit]) in
             var decisions: [FilterDecision] = []
             var actions: [PostCommit] = []
