@@ -10,11 +10,15 @@ func blackHole<T>(_ value: T) {
     withExtendedLifetime(value) {}
 }
 
-/// Monotonic nanoseconds.
+/// This thread's CPU time in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`).
+///
+/// CPU time, not wall time: the machines this runs on are shared (2 cores, often a load average far above 2), and
+/// wall time would count the time other processes hold the core. Thread CPU time counts only the cycles spent in
+/// this benchmark's own work (cache and frequency effects of other load remain).
 @inline(__always)
 func nowNanoseconds() -> UInt64 {
     var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
 
@@ -26,8 +30,10 @@ struct Workload {
 
 /// Timing settings: how many measured batches and how long each batch should take.
 struct BenchSettings {
-    var batches = 15
+    var batches = 25
     var batchTargetNanoseconds: UInt64 = 20_000_000
+    /// `--profile NAME N`: run only the workload whose id is NAME, N times, untimed (for callgrind / perf).
+    var profile: (id: String, iterations: Int)? = nil
 }
 
 /// The measured cost of one workload.
@@ -51,7 +57,15 @@ struct Measurement {
 /// Each workload first runs a calibration/warm-up phase that finds an iteration count giving a batch of about
 /// `settings.batchTargetNanoseconds`; then `settings.batches` measured batches each. The result per workload is the
 /// list of per-batch ns/op; callers report the median.
-func measureInterleaved(_ workloads: [Workload], settings: BenchSettings) -> [Measurement] {
+func measureInterleaved(_ section: String, _ workloads: [Workload], settings: BenchSettings) -> [Measurement] {
+    if let profile = settings.profile {
+        for workload in workloads where "\(section)/\(workload.name)" == profile.id {
+            for _ in 0..<profile.iterations { workload.body() }
+        }
+        let ids = workloads.map { "\(section)/\($0.name)" }
+        Swift.print(ids.joined(separator: "\n"))
+        return workloads.map { Measurement(name: $0.name, iterationsPerBatch: 0, batchNanosecondsPerOp: [1]) }
+    }
     var iterations: [Int] = []
     for workload in workloads {
         // Warm-up + calibration: double the count until one batch takes at least a quarter of the target.

@@ -17,11 +17,18 @@ while let argument = arguments.popFirst() {
     case "--batches":
         guard let value = arguments.popFirst().flatMap(Int.init), value > 0 else { fatalError("--batches N") }
         settings.batches = value
+    case "--profile":
+        guard let id = arguments.popFirst(), let count = arguments.popFirst().flatMap(Int.init), count > 0 else {
+            fatalError("--profile ID N (IDs are printed by --profile list 1)")
+        }
+        settings.profile = (id, count)
     case "--batch-ms":
         guard let value = arguments.popFirst().flatMap(UInt64.init), value > 0 else { fatalError("--batch-ms MS") }
         settings.batchTargetNanoseconds = value * 1_000_000
     default:
-        FileHandle.standardError.write(Data("usage: e2ee-bench [--batches N] [--batch-ms MS] [--quick]\n".utf8))
+        FileHandle.standardError.write(
+            Data("usage: e2ee-bench [--batches N] [--batch-ms MS] [--quick] [--profile ID N]\n".utf8)
+        )
         exit(2)
     }
 }
@@ -38,7 +45,7 @@ let aadData = Data(aad)
 
 var table = ResultTable()
 print(
-    "e2ee-bench: \(settings.batches) batches of ~\(settings.batchTargetNanoseconds / 1_000_000) ms per line, median ns/op"
+    "e2ee-bench: \(settings.batches) batches of ~\(settings.batchTargetNanoseconds / 1_000_000) ms per line, median ns/op of thread CPU time"
 )
 print(machineDescription())
 print("")
@@ -59,6 +66,7 @@ do {
     _ = RawPrimitives.chachaSeal(&ct1536, key: key, nonce: nonce, plaintext: large)
     let padded = [UInt8](repeating: 0x11, count: 200) + [0x80] + [UInt8](repeating: 0, count: 1335)
     let results = measureInterleaved(
+        "primitives",
         [
             Workload(name: "X25519 scalarmult") {
                 blackHole(RawPrimitives.x25519(&out, secret: scenario.recipientSecret, publicKey: peer))
@@ -106,6 +114,7 @@ do {
     precondition(ourPublic.isValidSignature(ourSignature, for: message))
     precondition(cryptoPublic.isValidSignature(cryptoSignature, for: messageData))
     let r = measureInterleaved(
+        "ed25519",
         [
             Workload(name: "ours sign") { blackHole(try? scenario.signingKey.signature(for: message)) },
             Workload(name: "raw sign") {
@@ -164,6 +173,7 @@ for (label, plaintext) in [("64 B", small), ("1536 B", large)] {
             && rawPlaintext == plaintext
     )
     let r = measureInterleaved(
+        "hpke-\(plaintext.count)",
         [
             Workload(name: "ours seal") {
                 blackHole(try? E2EECore.HPKE.seal(plaintext, to: recipientPublic, info: info, aad: aad))
@@ -308,6 +318,7 @@ do {
     }
 
     let r = measureInterleaved(
+        "envelope",
         [
             Workload(name: "ours seal") {
                 blackHole(
@@ -335,4 +346,4 @@ do {
     table.target("envelope open (parsed) <= 1.25x floor", r[3].median / r[4].median, 1.25)
 }
 
-table.print()
+if settings.profile == nil { table.print() }
