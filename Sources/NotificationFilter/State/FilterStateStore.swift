@@ -56,6 +56,9 @@ public final class FilterStateStore: Sendable {
     /// - Returns: What `body` returned, once the transaction has committed durably.
     /// - Throws: Whatever `body` threw (after rolling back), or ``FilterStateError`` when SQLite cannot
     ///   begin or commit.
+    // Not specialised: Swift 6.3.1's generic specialiser crashes (forwardToInit, "Cannot initialize a
+    // nonCopyable type with a guaranteed value") on this function in release builds.
+    @_semantics("optimize.sil.specialize.generic.never")
     public func transaction<T: Sendable>(_ body: (borrowing FilterStateTransaction) throws -> T) throws -> T {
         try database.withLock { database throws -> T in
             try database.execute("BEGIN IMMEDIATE")
