@@ -31,6 +31,7 @@ let package = Package(
         .executable(name: "e2ee-gateway", targets: ["e2ee-gateway"]),
         .executable(name: "e2ee-vectors", targets: ["e2ee-vectors"]),
         .executable(name: "e2ee-bench", targets: ["e2ee-bench"]),
+        .executable(name: "e2ee-filter-bench", targets: ["e2ee-filter-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -150,6 +151,17 @@ let package = Package(
                 "E2EECore",
                 "CSodium",
                 .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strictSettings
+        ),
+
+        .executableTarget(
+            name: "e2ee-filter-bench",
+            dependencies: [
+                "NotificationFilter",
+                "E2EECore",
+                "CSodium",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),
