@@ -82,13 +82,14 @@ struct RequestProcessor: Sendable {
         for header in request.headers where header.name.hasPrefix("apns-") {
             apnsHeaders[header.name] = header.value
         }
+        let recordedHeaders = apnsHeaders
         do {
             let record = try await self.pipeline.deliver { seq in
                 DeliveryRecord(
                     seq: seq,
                     apnsID: apnsID,
                     deviceToken: token,
-                    headers: apnsHeaders,
+                    headers: recordedHeaders,
                     bodyBytes: request.body,
                     receivedAtMs: RequestValidator.milliseconds(nowSeconds)
                 )
