@@ -53,6 +53,11 @@ struct RecipientOptions: ParsableArguments {
 
     @Option(name: .long, help: "The message id (32 hex digits); default: random.")
     var messageID: String?
+
+    @Option(
+        name: .long,
+        help: "For tests and demos: the signed send time (ms since 1970); a receiver judges staleness from it.")
+    var sentAtMs: UInt64?
 }
 
 struct PushOptions: ParsableArguments {

@@ -16,7 +16,8 @@ struct SingleSend {
             let card = try ContactDirectory(folder: self.recipient.contacts).card(for: self.recipient.to)
             let messageID = try self.recipient.messageID.map { try SendRequest.messageID($0) }
             let built = try PushBuilder(identity: id, topic: self.push.topic).build(
-                try makeContent(id), to: card, deviceToken: self.recipient.deviceToken, messageID: messageID ?? .random())
+                try makeContent(id), to: card, deviceToken: self.recipient.deviceToken, messageID: messageID ?? .random(),
+                sentAtMs: self.recipient.sentAtMs)
             guard self.delivery.deliver else {
                 printLine(built.request.jsonLine())
                 return
@@ -153,7 +154,7 @@ struct Batch: AsyncParsableCommand {
                 let messageID = try request.messageID.map { try SendRequest.messageID($0) }
                 let built = try builder.build(
                     request.content(sender: id), to: card, deviceToken: request.deviceToken,
-                    messageID: messageID ?? .random())
+                    messageID: messageID ?? .random(), sentAtMs: request.sentAtMs)
                 prepared.append((number, built, nil))
             } catch let error as SenderError {
                 prepared.append((number, nil, error))

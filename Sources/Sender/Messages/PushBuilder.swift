@@ -66,13 +66,17 @@ public struct PushBuilder: Sendable {
     ///   - card: the recipient's contact card.
     ///   - deviceToken: the device token; defaults to the card's `push.device_token`.
     ///   - messageID: the message id (random by default).
+    ///   - sentAtMs: for tests and demos: the signed send time, in milliseconds since the epoch; a receiver judges
+    ///     staleness from it. `nil` (the default) signs the builder's clock (``nowMs``).
+    /// - Returns: the request to send and what it carries.
     /// - Throws: `SenderError` with `.unknownRecipient` (no current key or no token), `.badDeviceToken`,
     ///   `.tooLarge` or `.usage` (a field out of range).
     public func build(
         _ content: MessageContent,
         to card: ContactCard,
         deviceToken: String? = nil,
-        messageID: MessageID = .random()
+        messageID: MessageID = .random(),
+        sentAtMs: UInt64? = nil
     ) throws(SenderError) -> BuiltPush {
         guard let token = deviceToken ?? card.push?.deviceToken else {
             throw SenderError(
@@ -85,7 +89,7 @@ public struct PushBuilder: Sendable {
             throw SenderError(.unknownRecipient, "the card of \(card.userID) has no current device key")
         }
         let message = InnerMessage(
-            messageID: messageID, sentAtMs: self.nowMs(), senderUserID: self.identity.userID,
+            messageID: messageID, sentAtMs: sentAtMs ?? self.nowMs(), senderUserID: self.identity.userID,
             senderSigningKeyID: self.identity.signingKey.publicKey.keyID, content: content)
         let sealed: SealedPush
         do {

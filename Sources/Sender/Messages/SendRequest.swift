@@ -9,7 +9,9 @@ public import Foundation
 /// {"kind":"text","to":"bob","thread":"t1","title":"Hi","body":"Lunch?"}
 /// {"kind":"receipt","to":"bob","message_ids":["<32 hex>"]}
 /// ```
-/// Optional on every kind: `device_token` (overrides the card's), `message_id` (32 hex; random by default).
+/// Optional on every kind: `device_token` (overrides the card's), `message_id` (32 hex; random by default),
+/// `sent_at_ms` (for tests and demos: the signed send time in milliseconds since the epoch; a receiver judges
+/// staleness from it; default: now).
 /// Call options: `handle` (default: the sender's user id), `display_name` (default: the sender's), `participants`,
 /// `headers`.
 public struct SendRequest: Sendable, Codable, Hashable {
@@ -29,6 +31,9 @@ public struct SendRequest: Sendable, Codable, Hashable {
     public var title: String?
     public var body: String?
     public var messageIDs: [String]?
+    /// For tests and demos: the signed send time, in milliseconds since the epoch; a receiver judges staleness
+    /// from it. `nil` signs the sender's clock.
+    public var sentAtMs: UInt64?
 
     enum CodingKeys: String, CodingKey {
         case kind, to, video, handle, participants, headers, reason, thread, title, body
@@ -38,6 +43,7 @@ public struct SendRequest: Sendable, Codable, Hashable {
         case ringTimeout = "ring_timeout"
         case displayName = "display_name"
         case messageIDs = "message_ids"
+        case sentAtMs = "sent_at_ms"
     }
 
     public init(kind: String, to: String) {
@@ -110,5 +116,44 @@ public struct SendRequest: Sendable, Codable, Hashable {
             throw SenderError(.badRequest, "a message id is 32 hex digits, got \"\(hex.prefix(40))\"")
         }
         return id
+    }
+}
+
+// MARK: - Request lines to deliver as they are
+
+extension APNsRequest {
+    /// Parses one APNs request line, as `e2ee-send call|text|...` and `batch` print it without `--deliver`.
+    ///
+    /// The line is `{"body":"...","device_token":"<hex>","headers":{...}}`. Nothing is rebuilt or re-sealed: the
+    /// body bytes and every header (including `apns-id`) are kept exactly, so `e2ee-send deliver` sends what a
+    /// person inspected, byte for byte. Checks that only APNs can make (token format, header values) are left to
+    /// the provider and to APNs.
+    ///
+    /// - Parameter line: one JSON object (surrounding whitespace is ignored).
+    /// - Returns: the request, unchanged.
+    /// - Throws: `.badRequest` when the line is not a JSON object with a string `body`, a string `device_token`
+    ///   and an object `headers` of strings.
+    public static func parse(requestLine line: String) throws(SenderError) -> APNsRequest {
+        do {
+            return try JSONDecoder().decode(APNsRequest.self, from: Data(line.utf8))
+        } catch {
+            throw SenderError(
+                .badRequest,
+                "not an APNs request line ({\"body\":\"...\",\"device_token\":\"<hex>\",\"headers\":{...}}, "
+                    + "as e2ee-send prints without --deliver): \(Self.describe(error))")
+        }
+    }
+
+    /// A short account of a decoding error that never repeats the line's content (it may hold an envelope).
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, _):
+            return "missing \"\(key.stringValue)\""
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+            return "wrong type at \"\(path)\""
+        default:
+            return "not valid JSON"
+        }
     }
 }
