@@ -10,4 +10,4 @@ echo "== build (release) ==" >&2
 swift build -c release --product e2ee-send >&2
 swift build -c release --product e2ee-filter >&2
 swift build -c release --product e2ee-gateway >&2
-exec scripts/run-demo.sh "$(swift build -c release --show-bin-path)"
+exec python3 scripts/run-demo.py --bin "$(swift build -c release --show-bin-path)"

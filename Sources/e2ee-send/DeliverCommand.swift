@@ -14,7 +14,8 @@ struct Deliver: AsyncParsableCommand {
             up to --window, so pass --window 1 to keep the input order on the wire. A line that is not a request \
             gets an error result line (bad-request) and the run goes on. Exit status: 0 when every line was \
             delivered, else the exit code of the first failed line.
-            """)
+            """
+    )
     @OptionGroup var delivery: DeliveryOptions
 
     func run() async throws {

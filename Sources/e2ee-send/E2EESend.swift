@@ -22,7 +22,8 @@ struct E2EESend: AsyncParsableCommand {
             69 APNs refused, 75 delivery failed for now, 77 insecure or locked key file.
             """,
         subcommands: [
-            Keygen.self, Card.self, Rotate.self, Call.self, Cancel.self, Text.self, Receipt.self, Batch.self, Deliver.self,
+            Keygen.self, Card.self, Rotate.self, Call.self, Cancel.self, Text.self, Receipt.self, Batch.self,
+            Deliver.self,
         ]
     )
 }

@@ -5,13 +5,15 @@ import Sender
 
 struct Keygen: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Create an identity (secret, 0600) and its public contact card.")
+        abstract: "Create an identity (secret, 0600) and its public contact card."
+    )
 
     @Option(name: .long, help: "The user id (1-64 bytes).") var userID: String
     @Option(name: .long, help: "The name others see.") var displayName: String?
     @Option(name: .long, help: "Where to write <user id>.identity and <user id>.card.json.") var outDir: String
     @Option(name: .long, help: "This device's APNs token (hex), published in the card.") var deviceToken: String?
-    @Option(name: .long, help: "The app's bundle id, published in the card with the token.") var topic: String = "com.example.e2ee"
+    @Option(name: .long, help: "The app's bundle id, published in the card with the token.") var topic: String =
+        "com.example.e2ee"
     @Option(name: .long, help: "Lock the identity with the passphrase in this file.") var passphraseFile: String?
     @Flag(name: .long, help: "Overwrite an existing identity.") var force = false
 
@@ -28,7 +30,10 @@ struct Keygen: AsyncParsableCommand {
             let passphrase = try IdentityOptions(identity: nil, passphraseFile: self.passphraseFile).passphrase()
             try FileManager.default.createDirectory(atPath: self.outDir, withIntermediateDirectories: true)
             let identity = try Identity.generate(
-                userID: self.userID, displayName: self.displayName ?? self.userID, nowMs: PushBuilder.systemNowMs())
+                userID: self.userID,
+                displayName: self.displayName ?? self.userID,
+                nowMs: PushBuilder.systemNowMs()
+            )
             try identity.save(path: identityPath, passphrase: passphrase)
             let cardPath = self.outDir + "/" + self.userID + ".card.json"
             try SecretFile.writePublic(path: cardPath, bytes: identity.card(push: push).jsonData())
@@ -66,7 +71,8 @@ struct Card: AsyncParsableCommand {
 
 struct Rotate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Add a new device key; older keys keep opening pushes for the grace period. Prints the new card.")
+        abstract: "Add a new device key; older keys keep opening pushes for the grace period. Prints the new card."
+    )
     @OptionGroup var identity: IdentityOptions
     @Option(name: .long, help: "Also write the new card to this file.") var cardOut: String?
     @Option(name: .long, help: "Grace period of the previous key, in hours.") var graceHours: Int = 168

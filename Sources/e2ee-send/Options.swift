@@ -56,7 +56,8 @@ struct RecipientOptions: ParsableArguments {
 
     @Option(
         name: .long,
-        help: "For tests and demos: the signed send time (ms since 1970); a receiver judges staleness from it.")
+        help: "For tests and demos: the signed send time (ms since 1970); a receiver judges staleness from it."
+    )
     var sentAtMs: UInt64?
 }
 
@@ -97,12 +98,15 @@ struct DeliveryOptions: ParsableArguments {
         guard ["development", "production"].contains(self.apnsEnvironment) else {
             throw ValidationError("--apns-environment must be development or production")
         }
-        guard self.timeout > 0, self.window > 0 else { throw ValidationError("--timeout and --window must be positive") }
+        guard self.timeout > 0, self.window > 0 else {
+            throw ValidationError("--timeout and --window must be positive")
+        }
     }
 
     func makeClient() throws(SenderError) -> APNsClient {
         let env = ProcessInfo.processInfo.environment
-        guard let keyID = self.apnsKeyID ?? env["APNS_KEY_ID"], let teamID = self.apnsTeamID ?? env["APNS_TEAM_ID"] else {
+        guard let keyID = self.apnsKeyID ?? env["APNS_KEY_ID"], let teamID = self.apnsTeamID ?? env["APNS_TEAM_ID"]
+        else {
             throw SenderError(.usage, "--deliver needs --apns-key-id and --apns-team-id (or APNS_KEY_ID, APNS_TEAM_ID)")
         }
         let environment: APNsEnvironment =
@@ -113,10 +117,17 @@ struct DeliveryOptions: ParsableArguments {
             }
         do {
             let key =
-                if let file = self.apnsKeyFile { try APNsSigningKey.load(path: file) } else { try APNsSigningKey.load() }
+                if let file = self.apnsKeyFile { try APNsSigningKey.load(path: file) } else {
+                    try APNsSigningKey.load()
+                }
             let configuration = try APNsClientConfiguration(
-                environment: environment, keyID: keyID, teamID: teamID, signingKey: key, window: self.window,
-                streamTimeout: .seconds(self.timeout))
+                environment: environment,
+                keyID: keyID,
+                teamID: teamID,
+                signingKey: key,
+                window: self.window,
+                streamTimeout: .seconds(self.timeout)
+            )
             var logger = Logger(label: "e2ee-send")
             logger.logLevel = .warning
             return APNsClient(configuration: configuration, logger: logger)

@@ -16,8 +16,12 @@ struct SingleSend {
             let card = try ContactDirectory(folder: self.recipient.contacts).card(for: self.recipient.to)
             let messageID = try self.recipient.messageID.map { try SendRequest.messageID($0) }
             let built = try PushBuilder(identity: id, topic: self.push.topic).build(
-                try makeContent(id), to: card, deviceToken: self.recipient.deviceToken, messageID: messageID ?? .random(),
-                sentAtMs: self.recipient.sentAtMs)
+                try makeContent(id),
+                to: card,
+                deviceToken: self.recipient.deviceToken,
+                messageID: messageID ?? .random(),
+                sentAtMs: self.recipient.sentAtMs
+            )
             guard self.delivery.deliver else {
                 printLine(built.request.jsonLine())
                 return
@@ -60,8 +64,13 @@ struct Call: AsyncParsableCommand {
             headers[String(pair[..<eq])] = String(pair[pair.index(after: eq)...])
         }
         request.headers = headers
-        try await SingleSend(identity: self.identity, recipient: self.recipient, push: self.push, delivery: self.delivery)
-            .run { id in try request.content(sender: id) }
+        try await SingleSend(
+            identity: self.identity,
+            recipient: self.recipient,
+            push: self.push,
+            delivery: self.delivery
+        )
+        .run { id in try request.content(sender: id) }
     }
 }
 
@@ -72,14 +81,20 @@ struct Cancel: AsyncParsableCommand {
     @OptionGroup var push: PushOptions
     @OptionGroup var delivery: DeliveryOptions
     @Option(name: .long, help: "The call id (UUID) of the invite.") var callID: String
-    @Option(name: .long, help: "remoteEnded, answeredElsewhere or declinedElsewhere.") var reason: String = "remoteEnded"
+    @Option(name: .long, help: "remoteEnded, answeredElsewhere or declinedElsewhere.") var reason: String =
+        "remoteEnded"
 
     func run() async throws {
         var request = SendRequest(kind: "cancel", to: self.recipient.to)
         request.callID = self.callID
         request.reason = self.reason
-        try await SingleSend(identity: self.identity, recipient: self.recipient, push: self.push, delivery: self.delivery)
-            .run { id in try request.content(sender: id) }
+        try await SingleSend(
+            identity: self.identity,
+            recipient: self.recipient,
+            push: self.push,
+            delivery: self.delivery
+        )
+        .run { id in try request.content(sender: id) }
     }
 }
 
@@ -97,9 +112,16 @@ struct Text: AsyncParsableCommand {
         var request = SendRequest(kind: "text", to: self.recipient.to)
         request.thread = self.thread
         request.title = self.title
-        request.body = self.body == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : self.body
-        try await SingleSend(identity: self.identity, recipient: self.recipient, push: self.push, delivery: self.delivery)
-            .run { id in try request.content(sender: id) }
+        request.body =
+            self.body == "-"
+            ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : self.body
+        try await SingleSend(
+            identity: self.identity,
+            recipient: self.recipient,
+            push: self.push,
+            delivery: self.delivery
+        )
+        .run { id in try request.content(sender: id) }
     }
 }
 
@@ -109,13 +131,19 @@ struct Receipt: AsyncParsableCommand {
     @OptionGroup var recipient: RecipientOptions
     @OptionGroup var push: PushOptions
     @OptionGroup var delivery: DeliveryOptions
-    @Option(name: .customLong("for"), help: "A message id (32 hex digits) to acknowledge (repeatable).") var ids: [String]
+    @Option(name: .customLong("for"), help: "A message id (32 hex digits) to acknowledge (repeatable).") var ids:
+        [String]
 
     func run() async throws {
         var request = SendRequest(kind: "receipt", to: self.recipient.to)
         request.messageIDs = self.ids
-        try await SingleSend(identity: self.identity, recipient: self.recipient, push: self.push, delivery: self.delivery)
-            .run { id in try request.content(sender: id) }
+        try await SingleSend(
+            identity: self.identity,
+            recipient: self.recipient,
+            push: self.push,
+            delivery: self.delivery
+        )
+        .run { id in try request.content(sender: id) }
     }
 }
 
@@ -126,7 +154,8 @@ struct Batch: AsyncParsableCommand {
             Each line: {"kind":"call|cancel|text|receipt","to":"<user id or card.json>", ...} (see SendRequest in \
             the Sender library). A bad line gets an error result line and the batch goes on. Exit status: 0 when \
             every line succeeded, else the exit code of the first failed line.
-            """)
+            """
+    )
     @OptionGroup var identity: IdentityOptions
     @Option(name: .long, help: "A folder of contact cards named <user id>.card.json.") var contacts: String?
     @OptionGroup var push: PushOptions
@@ -146,15 +175,22 @@ struct Batch: AsyncParsableCommand {
         var number = 0
         while let text = readLine(strippingNewline: true) {
             number += 1
-            if text.allSatisfy(\.isWhitespace) { number -= 1; continue }
+            if text.allSatisfy(\.isWhitespace) {
+                number -= 1
+                continue
+            }
             do {
                 let request = try SendRequest.parse(line: text)
                 let card = try cards[request.to] ?? directory.card(for: request.to)
                 cards[request.to] = card
                 let messageID = try request.messageID.map { try SendRequest.messageID($0) }
                 let built = try builder.build(
-                    request.content(sender: id), to: card, deviceToken: request.deviceToken,
-                    messageID: messageID ?? .random(), sentAtMs: request.sentAtMs)
+                    request.content(sender: id),
+                    to: card,
+                    deviceToken: request.deviceToken,
+                    messageID: messageID ?? .random(),
+                    sentAtMs: request.sentAtMs
+                )
                 prepared.append((number, built, nil))
             } catch let error as SenderError {
                 prepared.append((number, nil, error))

@@ -89,8 +89,12 @@ public struct PushBuilder: Sendable {
             throw SenderError(.unknownRecipient, "the card of \(card.userID) has no current device key")
         }
         let message = InnerMessage(
-            messageID: messageID, sentAtMs: sentAtMs ?? self.nowMs(), senderUserID: self.identity.userID,
-            senderSigningKeyID: self.identity.signingKey.publicKey.keyID, content: content)
+            messageID: messageID,
+            sentAtMs: sentAtMs ?? self.nowMs(),
+            senderUserID: self.identity.userID,
+            senderSigningKeyID: self.identity.signingKey.publicKey.keyID,
+            content: content
+        )
         let sealed: SealedPush
         do {
             sealed = try PushPayload.seal(message, to: key.publicKey, signingKey: self.identity.signingKey)
@@ -98,7 +102,10 @@ public struct PushBuilder: Sendable {
             throw SenderError(error, context: "cannot seal the \(content.kind) for \(card.userID)")
         }
         let request = APNsRequest(
-            deviceToken: validToken, headers: Self.uniformHeaders(topic: self.topic), body: sealed.bodyString)
+            deviceToken: validToken,
+            headers: Self.uniformHeaders(topic: self.topic),
+            body: sealed.bodyString
+        )
         return BuiltPush(request: request, messageID: messageID, kind: content.kind, bucket: sealed.bucket)
     }
 }

@@ -75,10 +75,14 @@ public struct SendRequest: Sendable, Codable, Hashable {
                     hasVideo: self.video ?? false,
                     ringTimeoutSeconds: try Self.ringTimeout(self.ringTimeout ?? 30),
                     groupParticipants: self.participants ?? [],
-                    customHeaders: self.headers ?? [:]))
+                    customHeaders: self.headers ?? [:]
+                )
+            )
         case "cancel", "call-cancel":
             let names = CallCancelReason.allCases.map(\.description)
-            guard let reason = CallCancelReason.allCases.first(where: { $0.description == (self.reason ?? "remoteEnded") })
+            guard
+                let reason = CallCancelReason.allCases.first(where: { $0.description == (self.reason ?? "remoteEnded") }
+                )
             else {
                 throw SenderError(.badRequest, "reason must be one of \(names.joined(separator: ", "))")
             }
@@ -140,7 +144,8 @@ extension APNsRequest {
             throw SenderError(
                 .badRequest,
                 "not an APNs request line ({\"body\":\"...\",\"device_token\":\"<hex>\",\"headers\":{...}}, "
-                    + "as e2ee-send prints without --deliver): \(Self.describe(error))")
+                    + "as e2ee-send prints without --deliver): \(Self.describe(error))"
+            )
         }
     }
 
