@@ -69,6 +69,7 @@ public final class FilterDaemon: Service, Sendable {
         let output = try self.configuration.decisionsPath.map { path throws(FilterDaemonError) in try LineWriter.open(path: path) } ?? LineWriter.standardOutput
         let spoolPath: String?
         let source: LineSource
+        var startSeq: Int64 = 0
         switch self.configuration.input {
         case .standardInput:
             spoolPath = nil
@@ -81,6 +82,7 @@ public final class FilterDaemon: Service, Sendable {
             }
             let progress = try self.engine.store.transaction { tx in try tx.spoolProgress(path: path) }
             let offset = progress?.byteOffset ?? 0
+            startSeq = progress?.lastSeq ?? 0
             lseek(fd, off_t(offset), SEEK_SET)
             source = LineSource(fd: fd, startOffset: offset, follow: !self.configuration.exitAtEndOfInput, maximumLineLength: PayloadInput.maximumLineLength)
         }
@@ -104,18 +106,22 @@ public final class FilterDaemon: Service, Sendable {
         }
         defer { ticker.cancel() }
 
+        let firstSeq = startSeq
         let inputCount = try await cancelWhenGracefulShutdown {
-            var lineNumber: Int64 = 0
+            // A line without its own seq gets the one after the previous input's (spool: resumed from the committed
+            // progress, so a restart never reuses a number).
+            var lineNumber: Int64 = firstSeq
             while let lines = await source.nextLines(limit: self.configuration.batchSize) {
-                if lines.isEmpty { continue }  // cancelled while waiting: the loop condition ends it
+                if lines.isEmpty { break }  // only when cancelled (SIGTERM) while waiting for input
                 var inputs: [PayloadInput] = []
                 inputs.reserveCapacity(lines.count)
                 for line in lines {
-                    lineNumber += 1
-                    inputs.append(
+                    let input =
                         line.oversized
-                            ? PayloadInput(seq: lineNumber, apnsID: nil, malformed: "oversized")
-                            : PayloadInput.parse(line: line.bytes, defaultSeq: lineNumber))
+                        ? PayloadInput(seq: lineNumber + 1, apnsID: nil, malformed: "oversized")
+                        : PayloadInput.parse(line: line.bytes, defaultSeq: lineNumber + 1)
+                    lineNumber = spoolPath == nil ? lineNumber + 1 : max(lineNumber + 1, input.seq)
+                    inputs.append(input)
                 }
                 let outcome = try await self.engine.process(
                     inputs, spool: spoolPath.map { ($0, lines.last!.endOffset) }, deduplicateBySeq: spoolPath != nil)

@@ -200,8 +200,22 @@ public actor FilterEngine {
     /// After a restart: gives the reporter back the calls that were ringing (without a second ring) and expires
     /// those whose window passed while the process was down.
     public func recoverAfterRestart() async throws {
-        let rings = try self.store.transaction { tx in try tx.rings(dueBy: Int64.max) }
+        let (rings, unfinished) = try self.store.transaction { tx in
+            (try tx.rings(dueBy: Int64.max), try tx.callsEndedWithoutEndEvent())
+        }
         let nowMs = self.now()
+        // Calls whose end was decided but whose end event was lost in a crash: re-establish, then end them.
+        for (account, callID, endReason, ringingLine) in unfinished {
+            guard let uuid = UUID(uuidString: callID) else { continue }
+            let ringing = try? JSONDecoder().decode(RingingLine.self, from: Data(ringingLine.utf8))
+            let cause: CallEndCause =
+                CallCancelReason.allCases.first { $0.description == endReason }.map { .cancelled($0) } ?? .unanswered
+            await self.reporter.restoreRinging(
+                FilterDecision.Handoff(
+                    callID: uuid, callerHandle: ringing?.handle ?? "unknown", displayName: ringing?.displayName ?? "",
+                    hasVideo: false, account: account, ringDeadlineMs: nowMs + 1000))
+            await self.reporter.endCall(account: account, callID: uuid, cause: cause, atMs: nowMs)
+        }
         for ring in rings where ring.deadlineMs > nowMs {
             await self.reporter.restoreRinging(
                 FilterDecision.Handoff(
@@ -209,6 +223,11 @@ public actor FilterEngine {
                     hasVideo: ring.hasVideo, account: ring.account, ringDeadlineMs: ring.deadlineMs))
         }
         try await self.expireRinging()
+    }
+
+    private struct RingingLine: Decodable {
+        var handle: String?
+        var displayName: String?
     }
 
     // MARK: - post-commit actions

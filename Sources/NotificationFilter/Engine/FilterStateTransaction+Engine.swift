@@ -105,6 +105,25 @@ extension FilterStateTransaction {
         }
     }
 
+    /// Calls that ended (state ended or missed) after a `ringing` event, but whose end event never made it to the
+    /// outbox: the process died between the decision's commit and the event's. (account, call id, end reason,
+    /// the ringing event line.)
+    func callsEndedWithoutEndEvent() throws(FilterStateError) -> [(String, String, String?, String)] {
+        try self.database.withStatement(
+            """
+            SELECT c.account, c.call_id, c.end_reason, r.line FROM call_state c
+            JOIN event_outbox r ON r.event = 'ringing' AND r.account = c.account AND r.call_id = c.call_id
+            WHERE c.state IN ('ended', 'missed') AND NOT EXISTS (
+                SELECT 1 FROM event_outbox e WHERE e.event IN ('ended', 'missed', 'declined')
+                AND e.account = c.account AND e.call_id = c.call_id)
+            """
+        ) { s throws(FilterStateError) in
+            var out: [(String, String, String?, String)] = []
+            while try s.step() { out.append((s.text(0), s.text(1), s.optionalText(2), s.text(3))) }
+            return out
+        }
+    }
+
     /// Decision lines with a sequence number above `seq`, in order.
     func decisionLines(after seq: Int64) throws(FilterStateError) -> [String] {
         try self.database.withStatement("SELECT line FROM decision_log WHERE seq > ?1 ORDER BY seq") {

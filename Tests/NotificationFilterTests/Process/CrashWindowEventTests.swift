@@ -5,7 +5,7 @@ import Testing
 
 @testable import NotificationFilter
 
-/// KNOWN BUG, left failing on purpose for the lead (tests may not edit Sources/).
+/// Regression test for a bug found by this suite (fixed in the daemon/engine).
 ///
 /// `FilterEngine.process` commits a cancel's decision (call state `ended`/`missed`, ring row deleted) in the batch
 /// transaction and only AFTER the commit tells the reporter (`perform(actions)` → `endCall` → provider →
@@ -31,7 +31,7 @@ struct CrashWindowEventTests {
     }
 
     @Test(
-        "KNOWN BUG: a call cancelled just before a kill still gets its end event after the restart",
+        "regression: a call cancelled just before a kill still gets its end event after the restart",
         .bug(id: "fp-2", "end event lost when killed between the cancel's commit and the outbox commit")
     )
     func endEventSurvivesKill() async throws {

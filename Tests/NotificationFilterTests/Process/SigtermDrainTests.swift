@@ -64,7 +64,7 @@ struct SigtermDrainTests {
         DecisionFileChecks.matchExpected(JSONLines.read(output).lines, spool)
     }
 
-    /// KNOWN BUG, left failing on purpose for the lead (tests may not edit Sources/).
+    /// Regression test for a bug found by this suite (fixed in the daemon/engine).
     ///
     /// On SIGTERM, `cancelWhenGracefulShutdown` cancels the read loop and waits for it to return. While the daemon
     /// waits for the spool to grow, `LineSource.nextLines` returns `[]` at once for a cancelled task, and the loop
@@ -73,7 +73,7 @@ struct SigtermDrainTests {
     /// a signal that lands while a batch is being decided reaches the `isShuttingDownGracefully` break.
     /// A fix: `break` when `lines.isEmpty` and the task is cancelled (or let `nextLines` return nil when cancelled).
     @Test(
-        "KNOWN BUG: SIGTERM while idle-following a spool exits 0",
+        "regression: SIGTERM while idle-following a spool exits 0",
         .bug(id: "fp-3", "SIGTERM while waiting for spool growth spins forever instead of exiting")
     )
     func sigtermWhileIdle() async throws {

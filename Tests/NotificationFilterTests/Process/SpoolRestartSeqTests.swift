@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// KNOWN BUG, left failing on purpose for the lead (tests may not edit Sources/).
+/// Regression test for a bug found by this suite (fixed in the daemon/engine).
 ///
 /// `FilterDaemon.run()` numbers the lines it reads from 1 in every run (`var lineNumber: Int64 = 0`,
 /// Sources/NotificationFilter/Daemon/FilterDaemon.swift, in the `cancelWhenGracefulShutdown` loop), and a line
@@ -14,7 +14,7 @@ import Testing
 @Suite("e2ee-filter run: seq of spool lines without one, across a restart")
 struct SpoolRestartSeqTests {
     @Test(
-        "KNOWN BUG: a seq-less spool line read after a restart is decided (as seq = its line number)",
+        "regression: a seq-less spool line read after a restart is decided (as seq = its line number)",
         .bug(id: "fp-1", "seq-less spool line after a restart reuses a decided seq and is dropped")
     )
     func seqlessLineAfterRestart() async throws {
