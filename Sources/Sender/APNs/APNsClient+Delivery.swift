@@ -30,6 +30,18 @@ extension APNsClient {
             )
         }
 
+        if self.isShutDown {
+            return self.finish(
+                APNsResult(
+                    deviceToken: deviceToken,
+                    apnsID: request.apnsID,
+                    attempts: 0,
+                    localOutcome: .clientShutdown
+                ),
+                metadata
+            )
+        }
+
         let policy = self.configuration.retryPolicy
         var attempts = 0
         var policyAttempts = 0

@@ -107,6 +107,7 @@ struct APNsClientConfigurationTests {
         let after = await client.send(APNsRequest(deviceToken: "abcd", headers: [:], body: "{}"))
         #expect(after.localOutcome == .clientShutdown)
         #expect(after.attempts == 0)
+        #expect(await client.providerTokensIssued == 0)
         await client.shutdown()  // idempotent
     }
 
