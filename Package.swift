@@ -16,6 +16,7 @@ let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("InternalImportsByDefault"),
     .treatWarning("ExplicitSendable", as: .error),
+    .treatAllWarnings(as: .error),
 ]
 
 let package = Package(

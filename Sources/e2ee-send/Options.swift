@@ -31,10 +31,7 @@ struct IdentityOptions: ParsableArguments {
     func passphrase() throws(SenderError) -> SecureBytes? {
         guard let file = self.passphraseFile else { return nil }
         do {
-            let raw = try SecretFile.read(path: file)
-            // Drop one trailing newline, as `echo secret > file` writes one.
-            let count = raw.withUnsafeBytes { $0.last == 0x0A ? $0.count - 1 : $0.count }
-            return SecureBytes(copying: raw.withUnsafeBytes { Array($0.prefix(count)) })
+            return try SecretFile.readPassphrase(path: file)
         } catch {
             throw SenderError(error, context: "cannot read the passphrase file")
         }

@@ -41,6 +41,15 @@ public enum SecretFile: Sendable {
         }
     }
 
+    /// Reads a passphrase file (same rules as ``read(path:)``), without one trailing newline (as `echo secret >
+    /// file` writes one).
+    public static func readPassphrase(path: String) throws(E2EEError) -> SecureBytes {
+        let raw = try read(path: path)
+        return raw.withUnsafeBytes { bytes in
+            SecureBytes(copying: bytes.prefix(bytes.last == 0x0A ? bytes.count - 1 : bytes.count))
+        }
+    }
+
     /// Writes `bytes` to `path` with mode 0600: a temporary file in the same folder, fsync, rename.
     ///
     /// - Throws: `.keyFile` when the file cannot be written.

@@ -119,8 +119,6 @@ public enum FilterApp: Sendable {
     }
 
     static func readPassphrase(_ path: String) throws -> SecureBytes {
-        let raw = try SecretFile.read(path: path)
-        let count = raw.withUnsafeBytes { $0.last == 0x0A ? $0.count - 1 : $0.count }
-        return SecureBytes(copying: raw.withUnsafeBytes { Array($0.prefix(count)) })
+        try SecretFile.readPassphrase(path: path)
     }
 }

@@ -1,5 +1,5 @@
 public import E2EECore
-public import Foundation
+import Foundation
 
 /// One request to send, as `e2ee-send batch` reads it: a JSON object per line.
 ///
