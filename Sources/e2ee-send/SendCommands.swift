@@ -165,69 +165,69 @@ struct Batch: AsyncParsableCommand {
         try await runCLI { try await self.runBatch() }
     }
 
+    /// Lines are read, sealed and printed (or delivered) in chunks of this many, so memory stays flat however
+    /// long the input is; output stays in input order.
+    static let chunkSize = 1000
+
     func runBatch() async throws {
         let id = try self.identity.load()
         let directory = ContactDirectory(folder: self.contacts)
         let builder = PushBuilder(identity: id, topic: self.push.topic)
         let progress = isatty(2) == 1
+        let client = self.delivery.deliver ? try self.delivery.makeClient() : nil
         var cards: [String: ContactCard] = [:]
-        var prepared: [(line: Int, built: BuiltPush?, error: SenderError?)] = []
         var number = 0
-        while let text = readLine(strippingNewline: true) {
-            number += 1
-            if text.allSatisfy(\.isWhitespace) {
-                number -= 1
-                continue
-            }
-            do {
-                let request = try SendRequest.parse(line: text)
-                let card = try cards[request.to] ?? directory.card(for: request.to)
-                cards[request.to] = card
-                let messageID = try request.messageID.map { try SendRequest.messageID($0) }
-                let built = try builder.build(
-                    request.content(sender: id),
-                    to: card,
-                    deviceToken: request.deviceToken,
-                    messageID: messageID ?? .random(),
-                    sentAtMs: request.sentAtMs
-                )
-                prepared.append((number, built, nil))
-            } catch let error as SenderError {
-                prepared.append((number, nil, error))
-            } catch {
-                prepared.append((number, nil, SenderError(.badRequest, "\(error)")))
-            }
-            if progress && number % 100 == 0 { note("e2ee-send: prepared \(number) lines") }
-        }
-        var lines: [SendResultLine] = []
-        if self.delivery.deliver {
-            let client = try self.delivery.makeClient()
-            let requests = prepared.compactMap { $0.built?.request }
-            if progress { note("e2ee-send: delivering \(requests.count) pushes") }
-            var results = await client.send(requests).makeIterator()
-            await client.shutdown()
-            for item in prepared {
-                if let built = item.built, let result = results.next() {
-                    lines.append(SendResultLine(line: item.line, result: result, messageID: built.messageID))
-                } else {
-                    lines.append(SendResultLine(line: item.line, error: item.error!))
+        var firstFailure: (line: Int, error: SenderError)?
+        var done = false
+        while !done {
+            var prepared: [(line: Int, built: BuiltPush?, error: SenderError?)] = []
+            while prepared.count < Self.chunkSize {
+                guard let text = readLine(strippingNewline: true) else {
+                    done = true
+                    break
+                }
+                if text.allSatisfy(\.isWhitespace) { continue }
+                number += 1
+                do {
+                    let request = try SendRequest.parse(line: text)
+                    let card = try cards[request.to] ?? directory.card(for: request.to)
+                    cards[request.to] = card
+                    let messageID = try request.messageID.map { try SendRequest.messageID($0) }
+                    let built = try builder.build(
+                        request.content(sender: id),
+                        to: card,
+                        deviceToken: request.deviceToken,
+                        messageID: messageID ?? .random(),
+                        sentAtMs: request.sentAtMs
+                    )
+                    prepared.append((number, built, nil))
+                } catch let error as SenderError {
+                    prepared.append((number, nil, error))
+                } catch {
+                    prepared.append((number, nil, SenderError(.badRequest, "\(error)")))
                 }
             }
-            for line in lines { printLine(line.jsonLine()) }
-        } else {
+            var results = await (client?.send(prepared.compactMap { $0.built?.request }) ?? []).makeIterator()
             for item in prepared {
+                let line: SendResultLine
                 if let built = item.built {
-                    printLine(built.request.jsonLine())
+                    if client != nil, let result = results.next() {
+                        line = SendResultLine(line: item.line, result: result, messageID: built.messageID)
+                    } else {
+                        printLine(built.request.jsonLine())
+                        continue
+                    }
                 } else {
-                    let line = SendResultLine(line: item.line, error: item.error!)
-                    lines.append(line)
-                    printLine(line.jsonLine())
+                    line = SendResultLine(line: item.line, error: item.error!)
                 }
+                printLine(line.jsonLine())
+                if firstFailure == nil, let failure = line.failure { firstFailure = (item.line, failure) }
             }
+            if progress && !prepared.isEmpty { note("e2ee-send: \(number) lines done") }
         }
-        if progress { note("e2ee-send: \(prepared.count) lines done") }
-        if let failure = lines.lazy.compactMap(\.failure).first {
-            note("e2ee-send: error: line \(lines.first { $0.failure != nil }!.line): \(failure.message)")
+        await client?.shutdown()
+        if let (line, failure) = firstFailure {
+            note("e2ee-send: error: line \(line): \(failure.message)")
             throw ExitCode(failure.code.exitCode)
         }
     }
