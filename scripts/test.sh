@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/bootstrap.sh
 
+echo "== format (swift format lint --strict) =="
+swift format lint --strict -r Sources Tests Fuzz/Sources Package.swift
+
 echo "== build (debug, tests) =="
 swift build --build-tests
 

@@ -29,17 +29,31 @@ public enum ProjectVectors: Sendable {
         func identity(_ name: String, display: String, rotated: Bool) -> Identity {
             var keys: [(key: X25519PrivateKey, createdAtMs: UInt64, retiredAtMs: UInt64?)] = []
             if rotated {
-                keys.append((try! X25519PrivateKey(secret: SecureBytes(copying: seed("\(name)/device-key-old"))), baseTimeMs - 86_400_000, baseTimeMs - 3_600_000))
+                keys.append(
+                    (
+                        try! X25519PrivateKey(secret: SecureBytes(copying: seed("\(name)/device-key-old"))),
+                        baseTimeMs - 86_400_000, baseTimeMs - 3_600_000
+                    )
+                )
             }
-            keys.append((try! X25519PrivateKey(secret: SecureBytes(copying: seed("\(name)/device-key"))), baseTimeMs - 3_600_000, nil))
+            keys.append(
+                (
+                    try! X25519PrivateKey(secret: SecureBytes(copying: seed("\(name)/device-key"))),
+                    baseTimeMs - 3_600_000, nil
+                )
+            )
             return try! Identity(
-                userID: name, displayName: display,
-                signingKey: SigningPrivateKey(seed: SecureBytes(copying: seed("\(name)/signing-key"))), deviceKeys: keys)
+                userID: name,
+                displayName: display,
+                signingKey: SigningPrivateKey(seed: SecureBytes(copying: seed("\(name)/signing-key"))),
+                deviceKeys: keys
+            )
         }
         return Keys(
             recipient: identity("bob", display: "Bob", rotated: true),
             sender: identity("alice", display: "Alice Example", rotated: false),
-            stranger: identity("mallory", display: "Mallory", rotated: false))
+            stranger: identity("mallory", display: "Mallory", rotated: false)
+        )
     }
 
     /// The messages of the positive vectors, by name.
@@ -48,18 +62,86 @@ public enum ProjectVectors: Sendable {
         func message(_ n: UInt8, _ content: MessageContent) -> InnerMessage {
             InnerMessage(
                 messageID: try! MessageID(bytes: (0..<16).map { UInt8($0) &+ n &* 16 }),
-                sentAtMs: baseTimeMs + UInt64(n) * 1000, senderUserID: sender.userID,
-                senderSigningKeyID: sender.signingKey.publicKey.keyID, content: content)
+                sentAtMs: baseTimeMs + UInt64(n) * 1000,
+                senderUserID: sender.userID,
+                senderSigningKeyID: sender.signingKey.publicKey.keyID,
+                content: content
+            )
         }
         let body1k = String(repeating: "Lorem ipsum dolor sit amet, consectetur adipiscing elit. ", count: 18)
         return [
-            ("call-invite", message(1, .callInvite(CallInvite(callID: callID, callerHandle: "alice", displayName: "Alice Example", hasVideo: true, ringTimeoutSeconds: ringTimeout)))),
-            ("call-invite-group", message(2, .callInvite(CallInvite(callID: callID, callerHandle: "alice", displayName: "Alice Example", hasVideo: false, ringTimeoutSeconds: 45, groupParticipants: ["carol", "dave"], customHeaders: ["x-room": "standup", "x-conf": "7"])))),
+            (
+                "call-invite",
+                message(
+                    1,
+                    .callInvite(
+                        CallInvite(
+                            callID: callID,
+                            callerHandle: "alice",
+                            displayName: "Alice Example",
+                            hasVideo: true,
+                            ringTimeoutSeconds: ringTimeout
+                        )
+                    )
+                )
+            ),
+            (
+                "call-invite-group",
+                message(
+                    2,
+                    .callInvite(
+                        CallInvite(
+                            callID: callID,
+                            callerHandle: "alice",
+                            displayName: "Alice Example",
+                            hasVideo: false,
+                            ringTimeoutSeconds: 45,
+                            groupParticipants: ["carol", "dave"],
+                            customHeaders: ["x-room": "standup", "x-conf": "7"]
+                        )
+                    )
+                )
+            ),
             ("call-cancel", message(3, .callCancel(CallCancel(callID: callID, reason: .answeredElsewhere)))),
-            ("text", message(4, .text(TextMessage(threadID: "thread-42", title: "Lunch?", body: "Are we still on for 12:30?")))),
-            ("text-1k", message(5, .text(TextMessage(threadID: "thread-42", title: "Long read", body: String(body1k.prefix(1024)))))),
-            ("text-large-bucket", message(6, .text(TextMessage(threadID: "thread-42", title: "Longer read", body: String(repeating: "x", count: 2000))))),
-            ("receipt", message(7, .receipt(Receipt(messageIDs: [try! MessageID(bytes: [UInt8](repeating: 0xAB, count: 16)), try! MessageID(bytes: [UInt8](repeating: 0xCD, count: 16))])))),
+            (
+                "text",
+                message(
+                    4,
+                    .text(TextMessage(threadID: "thread-42", title: "Lunch?", body: "Are we still on for 12:30?"))
+                )
+            ),
+            (
+                "text-1k",
+                message(
+                    5,
+                    .text(TextMessage(threadID: "thread-42", title: "Long read", body: String(body1k.prefix(1024))))
+                )
+            ),
+            (
+                "text-large-bucket",
+                message(
+                    6,
+                    .text(
+                        TextMessage(
+                            threadID: "thread-42",
+                            title: "Longer read",
+                            body: String(repeating: "x", count: 2000)
+                        )
+                    )
+                )
+            ),
+            (
+                "receipt",
+                message(
+                    7,
+                    .receipt(
+                        Receipt(messageIDs: [
+                            try! MessageID(bytes: [UInt8](repeating: 0xAB, count: 16)),
+                            try! MessageID(bytes: [UInt8](repeating: 0xCD, count: 16)),
+                        ])
+                    )
+                )
+            ),
         ]
     }
 
@@ -101,7 +183,12 @@ public enum ProjectVectors: Sendable {
         var bodies: [String: [UInt8]] = [:]
         for (index, (name, message)) in messages(sender: keys.sender).enumerated() {
             let ephemeral = try! X25519PrivateKey(secret: SecureBytes(copying: seed("ephemeral/\(index)")))
-            let sealed = try! PushPayload.seal(message, to: keys.recipient.currentDeviceKey.privateKey.publicKey, signingKey: keys.sender.signingKey, ephemeral: ephemeral)
+            let sealed = try! PushPayload.seal(
+                message,
+                to: keys.recipient.currentDeviceKey.privateKey.publicKey,
+                signingKey: keys.sender.signingKey,
+                ephemeral: ephemeral
+            )
             bodies[name] = sealed.body
             positives.append([
                 "name": name,
@@ -124,7 +211,8 @@ public enum ProjectVectors: Sendable {
         let inviteBody = bodies["call-invite"]!
         let envelope = try! PushPayload.envelope(fromBody: inviteBody).serialized
         func bodyFor(_ envelopeBytes: [UInt8]) -> String {
-            "{\"aps\":{\"alert\":{\"title\":\"\(WireProtocol.placeholderTitle)\",\"body\":\"\(WireProtocol.placeholderBody)\"},\"mutable-content\":1},\"e2ee\":\"" + Data(envelopeBytes).base64EncodedString() + "\"}"
+            "{\"aps\":{\"alert\":{\"title\":\"\(WireProtocol.placeholderTitle)\",\"body\":\"\(WireProtocol.placeholderBody)\"},\"mutable-content\":1},\"e2ee\":\""
+                + Data(envelopeBytes).base64EncodedString() + "\"}"
         }
         func flipped(_ offset: Int) -> [UInt8] {
             var e = envelope
@@ -133,11 +221,39 @@ public enum ProjectVectors: Sendable {
         }
         let ephemeral = try! X25519PrivateKey(secret: SecureBytes(copying: seed("ephemeral/negative")))
         let recipientKey = keys.recipient.currentDeviceKey.privateKey.publicKey
-        let forged = try! PushPayload.sealUnchecked(invite, to: recipientKey, recipientKeyID: recipientKey.keyID, signingKey: keys.stranger.signingKey, ephemeral: ephemeral)
-        let strangerMessage = InnerMessage(messageID: invite.messageID, sentAtMs: invite.sentAtMs, senderUserID: keys.stranger.userID, senderSigningKeyID: keys.stranger.signingKey.publicKey.keyID, content: invite.content)
-        let unknownSender = try! PushPayload.seal(strangerMessage, to: recipientKey, signingKey: keys.stranger.signingKey, ephemeral: ephemeral)
-        let otherRecipient = try! PushPayload.seal(invite, to: keys.stranger.currentDeviceKey.privateKey.publicKey, signingKey: keys.sender.signingKey, ephemeral: ephemeral)
-        let mislabelled = try! PushPayload.sealUnchecked(invite, to: keys.stranger.currentDeviceKey.privateKey.publicKey, recipientKeyID: recipientKey.keyID, signingKey: keys.sender.signingKey, ephemeral: ephemeral)
+        let forged = try! PushPayload.sealUnchecked(
+            invite,
+            to: recipientKey,
+            recipientKeyID: recipientKey.keyID,
+            signingKey: keys.stranger.signingKey,
+            ephemeral: ephemeral
+        )
+        let strangerMessage = InnerMessage(
+            messageID: invite.messageID,
+            sentAtMs: invite.sentAtMs,
+            senderUserID: keys.stranger.userID,
+            senderSigningKeyID: keys.stranger.signingKey.publicKey.keyID,
+            content: invite.content
+        )
+        let unknownSender = try! PushPayload.seal(
+            strangerMessage,
+            to: recipientKey,
+            signingKey: keys.stranger.signingKey,
+            ephemeral: ephemeral
+        )
+        let otherRecipient = try! PushPayload.seal(
+            invite,
+            to: keys.stranger.currentDeviceKey.privateKey.publicKey,
+            signingKey: keys.sender.signingKey,
+            ephemeral: ephemeral
+        )
+        let mislabelled = try! PushPayload.sealUnchecked(
+            invite,
+            to: keys.stranger.currentDeviceKey.privateKey.publicKey,
+            recipientKeyID: recipientKey.keyID,
+            signingKey: keys.sender.signingKey,
+            ephemeral: ephemeral
+        )
         var lowOrder = envelope
         for i in 11..<43 { lowOrder[i] = 0 }
         var version2 = envelope
@@ -166,12 +282,23 @@ public enum ProjectVectors: Sendable {
             ("wrong-recipient-key-id-relabelled", mislabelled.bodyString, .openFailed),
             ("bad-signature", forged.bodyString, .badSignature),
             ("unknown-sender", unknownSender.bodyString, .unknownSender),
-            ("bad-base64", bodyFor([]).replacingOccurrences(of: "\"e2ee\":\"\"", with: "\"e2ee\":\"!!not base64!!\""), .malformedEnvelope),
+            (
+                "bad-base64",
+                bodyFor([]).replacingOccurrences(of: "\"e2ee\":\"\"", with: "\"e2ee\":\"!!not base64!!\""),
+                .malformedEnvelope
+            ),
             ("non-canonical-base64", String(decoding: nonCanonical, as: UTF8.self), .malformedEnvelope),
             ("not-json", "{\"aps\":", .malformedEnvelope),
             ("json-array", "[]", .malformedEnvelope),
             ("foreign-payload", "{\"aps\":{\"alert\":\"hi\"}}", .foreignPayload),
-            ("too-large", String(decoding: inviteBody, as: UTF8.self).replacingOccurrences(of: "\"mutable-content\":1", with: "\"mutable-content\":1,\"pad\":\"" + String(repeating: "p", count: 4097 - inviteBody.count - 9) + "\""), .tooLarge),
+            (
+                "too-large",
+                String(decoding: inviteBody, as: UTF8.self).replacingOccurrences(
+                    of: "\"mutable-content\":1",
+                    with: "\"mutable-content\":1,\"pad\":\""
+                        + String(repeating: "p", count: 4097 - inviteBody.count - 9) + "\""
+                ), .tooLarge
+            ),
         ]
 
         let keyInfo: [String: Any] = [
@@ -190,14 +317,18 @@ public enum ProjectVectors: Sendable {
             "stranger_device_key_seed_label": "mallory/device-key",
         ]
         let file: [String: Any] = [
-            "description": "E2EE push wire format v1 vectors. Regenerate: swift run e2ee-vectors > Fixtures/e2ee-vectors.json. Spec: docs/PROTOCOL.md.",
+            "description":
+                "E2EE push wire format v1 vectors. Regenerate: swift run e2ee-vectors > Fixtures/e2ee-vectors.json. Spec: docs/PROTOCOL.md.",
             "protocol_version": Int(WireProtocol.version),
             "suite": Int(WireProtocol.suite),
             "keys": keyInfo,
             "positive": positives,
             "negative": negatives.map { ["name": $0.0, "body": $0.1, "expected_error": $0.2.rawValue] },
         ]
-        let data = try! JSONSerialization.data(withJSONObject: file, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])
+        let data = try! JSONSerialization.data(
+            withJSONObject: file,
+            options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        )
         return Array(data) + [0x0A]
     }
 }

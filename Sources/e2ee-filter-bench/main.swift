@@ -37,9 +37,24 @@ func makeBodies(_ n: Int) throws -> [[UInt8]] {
             case 0: .text(TextMessage(threadID: "t", title: "Hi", body: String(repeating: "x", count: 200)))
             case 1: .receipt(Receipt(messageIDs: [.random()]))
             case 2: .callCancel(CallCancel(callID: UUID(), reason: .remoteEnded))
-            default: .callInvite(CallInvite(callID: UUID(), callerHandle: "alice", displayName: "Alice", hasVideo: false, ringTimeoutSeconds: 3600))
+            default:
+                .callInvite(
+                    CallInvite(
+                        callID: UUID(),
+                        callerHandle: "alice",
+                        displayName: "Alice",
+                        hasVideo: false,
+                        ringTimeoutSeconds: 3600
+                    )
+                )
             }
-        let m = InnerMessage(messageID: .random(), sentAtMs: UInt64(nowMs), senderUserID: "alice", senderSigningKeyID: alice.signingKey.publicKey.keyID, content: content)
+        let m = InnerMessage(
+            messageID: .random(),
+            sentAtMs: UInt64(nowMs),
+            senderUserID: "alice",
+            senderSigningKeyID: alice.signingKey.publicKey.keyID,
+            content: content
+        )
         return try PushPayload.seal(m, to: bobKey, signingKey: alice.signingKey).body
     }
 }
@@ -50,17 +65,25 @@ let bodies = try makeBodies(count)
 // 1,552 bytes + sodium_unpad + 1 Ed25519 verify of the signed part (~160 bytes), raw libsodium, buffers reused.
 
 precondition(sodium_init() >= 0)
-var sk = [UInt8](repeating: 7, count: 32), pk = [UInt8](repeating: 0, count: 32), out = [UInt8](repeating: 0, count: 32)
+var sk = [UInt8](repeating: 7, count: 32)
+var pk = [UInt8](repeating: 0, count: 32)
+var out = [UInt8](repeating: 0, count: 32)
 crypto_scalarmult_curve25519_base(&pk, sk)
-var key = [UInt8](repeating: 1, count: 32), nonce = [UInt8](repeating: 2, count: 12)
-var plain = [UInt8](repeating: 0, count: 1536), cipher = [UInt8](repeating: 0, count: 1552), clen: UInt64 = 0
+var key = [UInt8](repeating: 1, count: 32)
+var nonce = [UInt8](repeating: 2, count: 12)
+var plain = [UInt8](repeating: 0, count: 1536)
+var cipher = [UInt8](repeating: 0, count: 1552)
+var clen: UInt64 = 0
 var aad = [UInt8](repeating: 3, count: 43)
 crypto_aead_chacha20poly1305_ietf_encrypt(&cipher, &clen, plain, 1536, aad, 43, nil, nonce, key)
-var edPK = [UInt8](repeating: 0, count: 32), edSK = [UInt8](repeating: 0, count: 64)
+var edPK = [UInt8](repeating: 0, count: 32)
+var edSK = [UInt8](repeating: 0, count: 64)
 crypto_sign_keypair(&edPK, &edSK)
-var signed = [UInt8](repeating: 5, count: 160), sig = [UInt8](repeating: 0, count: 64)
+var signed = [UInt8](repeating: 5, count: 160)
+var sig = [UInt8](repeating: 0, count: 64)
 crypto_sign_detached(&sig, nil, signed, 160, edSK)
-var hmacIn = [UInt8](repeating: 9, count: 80), mac = [UInt8](repeating: 0, count: 32)
+var hmacIn = [UInt8](repeating: 9, count: 80)
+var mac = [UInt8](repeating: 0, count: 32)
 var padded = [UInt8](repeating: 0, count: 1536)
 padded[300] = 0x80
 var sink: UInt64 = 0
@@ -73,7 +96,9 @@ var sink: UInt64 = 0
         crypto_auth_hmacsha256_final(&st, &mac)
     }
     var mlen: UInt64 = 0
-    sink &+= UInt64(crypto_aead_chacha20poly1305_ietf_decrypt(&plain, &mlen, nil, cipher, 1552, aad, 43, nonce, key) == 0 ? 1 : 0)
+    sink &+= UInt64(
+        crypto_aead_chacha20poly1305_ietf_decrypt(&plain, &mlen, nil, cipher, 1552, aad, 43, nonce, key) == 0 ? 1 : 0
+    )
     var unpadded = 0
     sink &+= UInt64(sodium_unpad(&unpadded, padded, 1536, 1536) == 0 ? 1 : 0)
     sink &+= UInt64(crypto_sign_verify_detached(sig, signed, 160, edPK) == 0 ? 1 : 0)
@@ -85,8 +110,19 @@ func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] }
 
 func engine(at path: String) throws -> FilterEngine {
     let store = try FilterStateStore(path: path, logger: logger)
-    let reporter = CallKitReporter(configuration: CallProviderConfiguration(maximumCallGroups: 1_000_000), sink: InMemoryCallEventSink(), now: { nowMs }, logger: logger)
-    return try FilterEngine(store: store, accounts: [FilterAccount(identity: bob, contacts: ContactBook([alice.card()]))], reporter: reporter, now: { nowMs }, logger: logger)
+    let reporter = CallKitReporter(
+        configuration: CallProviderConfiguration(maximumCallGroups: 1_000_000),
+        sink: InMemoryCallEventSink(),
+        now: { nowMs },
+        logger: logger
+    )
+    return try FilterEngine(
+        store: store,
+        accounts: [FilterAccount(identity: bob, contacts: ContactBook([alice.card()]))],
+        reporter: reporter,
+        now: { nowMs },
+        logger: logger
+    )
 }
 
 func runEngine(_ e: FilterEngine, _ slice: ArraySlice<[UInt8]>, batch: Int, seqBase: Int64) async throws {
@@ -123,9 +159,14 @@ for _ in 0..<3 {
     onlyOpenRuns.append(
         try nanos {
             for body in bodies {
-                _ = try PushPayload.open(body: body, deviceKey: { bob.deviceKey(for: $0, nowMs: UInt64(nowMs)) }, signingKey: { contacts.signingKey(userID: $0, keyID: $1) })
+                _ = try PushPayload.open(
+                    body: body,
+                    deviceKey: { bob.deviceKey(for: $0, nowMs: UInt64(nowMs)) },
+                    signingKey: { contacts.signingKey(userID: $0, keyID: $1) }
+                )
             }
-        } / Double(count))
+        } / Double(count)
+    )
 }
 
 // Whole decision path, one engine, batches of 1 and 64 (SQLite on tmpfs, then on disk with synchronous=FULL).
@@ -141,7 +182,10 @@ func wallTimed(_ body: () async throws -> Void) async rethrows -> Double {
     return Double(DispatchTime.now().uptimeNanoseconds - start)
 }
 var results: [(String, Double)] = []
-for (label, batch, base) in [("decision path, batch 1, state on tmpfs", 1, dir), ("decision path, batch 64, state on tmpfs", 64, dir), ("decision path, batch 64, state on disk (fsync)", 64, diskDir)] {
+for (label, batch, base) in [
+    ("decision path, batch 1, state on tmpfs", 1, dir), ("decision path, batch 64, state on tmpfs", 64, dir),
+    ("decision path, batch 64, state on disk (fsync)", 64, diskDir),
+] {
     var runs: [Double] = []
     for r in 0..<3 {
         let e = try engine(at: "\(base)/\(batch)-\(r).sqlite")
@@ -150,7 +194,8 @@ for (label, batch, base) in [("decision path, batch 1, state on tmpfs", 1, dir),
     results.append((label, median(runs)))
 }
 // Throughput on both cores: two engines (two accounts' state files) deciding halves at once.
-let e1 = try engine(at: "\(dir)/both-1.sqlite"), e2 = try engine(at: "\(dir)/both-2.sqlite")
+let e1 = try engine(at: "\(dir)/both-1.sqlite")
+let e2 = try engine(at: "\(dir)/both-2.sqlite")
 let half = count / 2
 let bothNs = try await wallTimed {
     async let a: Void = runEngine(e1, bodies[0..<half], batch: 64, seqBase: 0)
@@ -161,9 +206,18 @@ let bothNs = try await wallTimed {
 let floorNs = median(floorRuns)
 let openNs = median(onlyOpenRuns)
 func row(_ name: String, _ ns: Double) {
-    print(String(format: "%@ %9.1f µs CPU/payload  %6.2fx floor", name.padding(toLength: 60, withPad: " ", startingAt: 0) as NSString, ns / 1000, ns / floorNs))
+    print(
+        String(
+            format: "%@ %9.1f µs CPU/payload  %6.2fx floor",
+            name.padding(toLength: 60, withPad: " ", startingAt: 0) as NSString,
+            ns / 1000,
+            ns / floorNs
+        )
+    )
 }
-print("e2ee-filter-bench: \(count) mixed payloads (text, receipt, cancel, invite), release build, \(ProcessInfo.processInfo.activeProcessorCount) cores; process CPU time per payload (median of runs)")
+print(
+    "e2ee-filter-bench: \(count) mixed payloads (text, receipt, cancel, invite), release build, \(ProcessInfo.processInfo.activeProcessorCount) cores; process CPU time per payload (median of runs)"
+)
 row("libsodium floor (X25519, 8 HMAC, ChaCha open, unpad, verify)", floorNs)
 row("E2EECore open (JSON → envelope → HPKE → verify), one core", openNs)
 for (name, ns) in results { row(name, ns) }

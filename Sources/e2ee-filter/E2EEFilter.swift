@@ -34,7 +34,11 @@ struct AccountFlags: ParsableArguments {
     var passphraseFile: String?
     @Option(name: .long, help: "This account's public card: its key ids, so payloads can be kept while locked.")
     var card: String?
-    @Option(name: .long, help: "A JSON file listing several accounts: {\"accounts\":[{\"identity\",\"contacts\",\"name\",\"passphrase_file\",\"card\"}]}.")
+    @Option(
+        name: .long,
+        help:
+            "A JSON file listing several accounts: {\"accounts\":[{\"identity\",\"contacts\",\"name\",\"passphrase_file\",\"card\"}]}."
+    )
     var config: String?
     @Option(name: .long, help: "The SQLite state file (replay set, calls, missed calls, progress).")
     var state: String = "e2ee-filter.sqlite"
@@ -48,7 +52,10 @@ struct AccountFlags: ParsableArguments {
     var verbose = false
 
     func validate() throws {
-        guard self.config != nil || self.identity != nil || ProcessInfo.processInfo.environment["E2EE_IDENTITY_FILE"] != nil else {
+        guard
+            self.config != nil || self.identity != nil
+                || ProcessInfo.processInfo.environment["E2EE_IDENTITY_FILE"] != nil
+        else {
             throw ValidationError("pass --identity FILE --contacts DIR, or --config FILE")
         }
         guard ["fallback", "silence"].contains(self.unknownSender) else {
@@ -66,12 +73,19 @@ struct AccountFlags: ParsableArguments {
             do {
                 accounts = try JSONDecoder().decode(File.self, from: data).accounts
             } catch {
-                throw ExitFailure(64, "--config \(config) is not {\"accounts\":[{\"identity\":...,\"contacts\":...}]}: \(error)")
+                throw ExitFailure(
+                    64,
+                    "--config \(config) is not {\"accounts\":[{\"identity\":...,\"contacts\":...}]}: \(error)"
+                )
             }
         } else {
             let identity = self.identity ?? ProcessInfo.processInfo.environment["E2EE_IDENTITY_FILE"]!
-            guard let contacts = self.contacts else { throw ExitFailure(64, "--contacts DIR is required with --identity") }
-            accounts = [.init(identity: identity, contacts: contacts, passphraseFile: self.passphraseFile, card: self.card)]
+            guard let contacts = self.contacts else {
+                throw ExitFailure(64, "--contacts DIR is required with --identity")
+            }
+            accounts = [
+                .init(identity: identity, contacts: contacts, passphraseFile: self.passphraseFile, card: self.card)
+            ]
         }
         var options = FilterAppOptions(accounts: accounts, statePath: self.state)
         options.policy.unknownSender = self.unknownSender == "silence" ? .silence : .fallback
@@ -133,15 +147,19 @@ struct Run: AsyncParsableCommand {
             (the gateway's spool, followed as it grows; resumed after a restart). Decisions go to stdout or --output \
             FILE (crash-safe: a restart writes what a kill lost, never twice). SIGTERM finishes the batch in flight \
             and exits 0.
-            """)
+            """
+    )
     @OptionGroup var account: AccountFlags
     @Option(name: .long, help: "The gateway's spool file to consume instead of stdin.") var spool: String?
     @Flag(name: .long, help: "At the end of the spool, exit instead of waiting for more.") var exitAtEnd = false
     @Option(name: .long, help: "Write decisions to this file (appended) instead of stdout.") var output: String?
     @Option(name: .long, help: "Write call events to this file, or - for stdout.") var events: String?
-    @Option(name: .long, help: "A shell command run per call event, with the event JSON on its stdin.") var hook: String?
+    @Option(name: .long, help: "A shell command run per call event, with the event JSON on its stdin.") var hook:
+        String?
 
     func run() async throws {
+        // A reader that goes away must not kill the daemon mid-batch: writes then fail with EPIPE instead.
+        signal(SIGPIPE, SIG_IGN)
         try await runMapped {
             var options = try self.account.options()
             options.input = self.spool.map { .spool(path: $0) } ?? .standardInput
@@ -155,7 +173,9 @@ struct Run: AsyncParsableCommand {
                 configuration: .init(
                     services: [.init(service: parts.daemon, successTerminationBehavior: .gracefullyShutdownGroup)],
                     gracefulShutdownSignals: [.sigterm, .sigint],
-                    logger: logger))
+                    logger: logger
+                )
+            )
             try await group.run()
             let violations = await parts.reporter.violations
             if violations > 0 {
@@ -168,23 +188,30 @@ struct Run: AsyncParsableCommand {
 
 struct Once: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Decide one payload (stdin or --payload FILE) and exit, as an extension launched per push would.")
+        abstract: "Decide one payload (stdin or --payload FILE) and exit, as an extension launched per push would."
+    )
     @OptionGroup var account: AccountFlags
-    @Option(name: .long, help: "A file holding the payload (a request line or an APNs body); default stdin.") var payload: String?
+    @Option(name: .long, help: "A file holding the payload (a request line or an APNs body); default stdin.")
+    var payload: String?
 
     func run() async throws {
         try await runMapped {
             let options = try self.account.options()
             let bytes: [UInt8]
             if let path = self.payload {
-                guard let data = FileManager.default.contents(atPath: path) else { throw ExitFailure(66, "cannot read --payload \(path)") }
+                guard let data = FileManager.default.contents(atPath: path) else {
+                    throw ExitFailure(66, "cannot read --payload \(path)")
+                }
                 bytes = Array(data)
             } else {
                 bytes = readStandardInput()
             }
             let line = Array(bytes.reversed().drop(while: { $0 == 0x0A || $0 == 0x0D }).reversed())
             let parts = try FilterApp.build(options, logger: self.account.logger())
-            let outcome = try await parts.engine.process([PayloadInput.parse(line: line, defaultSeq: 1)], deduplicateBySeq: false)
+            let outcome = try await parts.engine.process(
+                [PayloadInput.parse(line: line, defaultSeq: 1)],
+                deduplicateBySeq: false
+            )
             for decision in outcome.decisions { print(decision.jsonLine()) }
             if outcome.decisions.isEmpty && outcome.keptWhileLocked > 0 {
                 // Keys are locked: the payload is kept for `run` to decide after unlock; show the generic alert.

@@ -1,9 +1,9 @@
+import Dispatch
 // libFuzzer target: the filter's whole decode path — an input line (request line, spool record or bare APNs body)
 // → JSON → envelope → HPKE → inner message → signature → replay/clock/call rules → exactly one decision.
 // Seeds: the bodies in Fixtures/e2ee-vectors.json (see `make fuzz`), sealed to the keys built below from the same
 // seed labels, so mutations of real payloads reach every stage.
 @_spi(Vectors) import E2EECore
-import Dispatch
 import Logging
 import NotificationFilter
 import Synchronization
@@ -20,22 +20,39 @@ func seed(_ label: String) -> [UInt8] {
 /// The engine, built once per process, with bob's keys and alice as a contact (the vector identities).
 let engine: FilterEngine = {
     let bob = try! Identity(
-        userID: "bob", displayName: "Bob", signingKey: SigningPrivateKey(seed: SecureBytes(copying: seed("bob/signing-key"))),
+        userID: "bob",
+        displayName: "Bob",
+        signingKey: SigningPrivateKey(seed: SecureBytes(copying: seed("bob/signing-key"))),
         deviceKeys: [
-            (try! X25519PrivateKey(secret: SecureBytes(copying: seed("bob/device-key-old"))), 1_789_913_600_000, 1_789_996_400_000),
+            (
+                try! X25519PrivateKey(secret: SecureBytes(copying: seed("bob/device-key-old"))), 1_789_913_600_000,
+                1_789_996_400_000
+            ),
             (try! X25519PrivateKey(secret: SecureBytes(copying: seed("bob/device-key"))), 1_789_996_400_000, nil),
-        ])
+        ]
+    )
     let alice = try! Identity(
-        userID: "alice", displayName: "Alice Example",
+        userID: "alice",
+        displayName: "Alice Example",
         signingKey: SigningPrivateKey(seed: SecureBytes(copying: seed("alice/signing-key"))),
-        deviceKeys: [(try! X25519PrivateKey(secret: SecureBytes(copying: seed("alice/device-key"))), 1, nil)])
+        deviceKeys: [(try! X25519PrivateKey(secret: SecureBytes(copying: seed("alice/device-key"))), 1, nil)]
+    )
     let logger = Logger(label: "fuzz") { _ in SwiftLogNoOpLogHandler() }
     let path = "/dev/shm/e2ee-fuzz-\(getpid()).sqlite"
     let store = try! FilterStateStore(path: path, logger: logger)
-    let reporter = CallKitReporter(configuration: .init(), sink: InMemoryCallEventSink(), now: { 1_790_000_001_000 }, logger: logger)
+    let reporter = CallKitReporter(
+        configuration: .init(),
+        sink: InMemoryCallEventSink(),
+        now: { 1_790_000_001_000 },
+        logger: logger
+    )
     return try! FilterEngine(
-        store: store, accounts: [FilterAccount(identity: bob, contacts: ContactBook([alice.card()]))],
-        reporter: reporter, now: { 1_790_000_001_000 }, logger: logger)
+        store: store,
+        accounts: [FilterAccount(identity: bob, contacts: ContactBook([alice.card()]))],
+        reporter: reporter,
+        now: { 1_790_000_001_000 },
+        logger: logger
+    )
 }()
 
 let counter = Mutex<Int64>(0)
@@ -43,11 +60,17 @@ let counter = Mutex<Int64>(0)
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzFilter(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let line = Array(UnsafeBufferPointer(start: data, count: size))
-    let seq = counter.withLock { $0 += 1; return $0 }
+    let seq = counter.withLock {
+        $0 += 1
+        return $0
+    }
     let done = DispatchSemaphore(value: 0)
     let decisions = Mutex<Int>(-1)
     Task {
-        let outcome = try? await engine.process([PayloadInput.parse(line: line, defaultSeq: seq)], deduplicateBySeq: false)
+        let outcome = try? await engine.process(
+            [PayloadInput.parse(line: line, defaultSeq: seq)],
+            deduplicateBySeq: false
+        )
         decisions.withLock { $0 = outcome?.decisions.count ?? -1 }
         done.signal()
     }

@@ -52,7 +52,10 @@ extension HPKE {
         }
 
         /// Seals the next message from raw bytes (for secret plaintexts held in ``SecureBytes``).
-        public mutating func seal(_ plaintext: UnsafeRawBufferPointer, authenticating aad: [UInt8]) throws(E2EEError)
+        public mutating func seal(
+            _ plaintext: UnsafeRawBufferPointer,
+            authenticating aad: [UInt8]
+        ) throws(E2EEError)
             -> [UInt8]
         {
             let nonce = try HPKE.nonce(base: self.schedule.baseNonce, sequence: self.sequenceNumber)
@@ -64,7 +67,12 @@ extension HPKE {
         /// Exports a secret (RFC 9180 5.3).
         public func exportSecret(context: [UInt8], length: Int) throws(E2EEError) -> SecureBytes {
             try HPKE.labeledExpand(
-                prk: self.schedule.exporterSecret, label: "sec", info: context, length: length, suite: HPKE.hpkeSuiteID)
+                prk: self.schedule.exporterSecret,
+                label: "sec",
+                info: context,
+                length: length,
+                suite: HPKE.hpkeSuiteID
+            )
         }
     }
 
@@ -85,7 +93,10 @@ extension HPKE {
             psk: PreSharedKey? = nil
         ) throws(E2EEError) {
             let sharedSecret = try HPKE.decapsulate(
-                enc: encapsulatedKey, recipient: recipient, senderPublicKey: senderPublicKey)
+                enc: encapsulatedKey,
+                recipient: recipient,
+                senderPublicKey: senderPublicKey
+            )
             self.schedule = try HPKE.keySchedule(
                 mode: HPKE.mode(sender: senderPublicKey != nil, psk: psk),
                 sharedSecret: sharedSecret,
@@ -95,7 +106,10 @@ extension HPKE {
         }
 
         /// Opens the next message (RFC 9180 5.2 ContextR.Open). Any failure is ``E2EEError/Code/openFailed``.
-        public mutating func open(_ ciphertext: [UInt8], authenticating aad: [UInt8] = []) throws(E2EEError)
+        public mutating func open(
+            _ ciphertext: [UInt8],
+            authenticating aad: [UInt8] = []
+        ) throws(E2EEError)
             -> SecureBytes
         {
             let nonce = try HPKE.nonce(base: self.schedule.baseNonce, sequence: self.sequenceNumber)
@@ -107,7 +121,12 @@ extension HPKE {
         /// Exports a secret (RFC 9180 5.3).
         public func exportSecret(context: [UInt8], length: Int) throws(E2EEError) -> SecureBytes {
             try HPKE.labeledExpand(
-                prk: self.schedule.exporterSecret, label: "sec", info: context, length: length, suite: HPKE.hpkeSuiteID)
+                prk: self.schedule.exporterSecret,
+                label: "sec",
+                info: context,
+                length: length,
+                suite: HPKE.hpkeSuiteID
+            )
         }
     }
 
@@ -155,8 +174,12 @@ extension HPKE {
         psk: PreSharedKey? = nil
     ) throws(E2EEError) -> SecureBytes {
         var context = try RecipientContext(
-            encapsulatedKey: encapsulatedKey, recipient: recipient, info: info, senderPublicKey: senderPublicKey,
-            psk: psk)
+            encapsulatedKey: encapsulatedKey,
+            recipient: recipient,
+            info: info,
+            senderPublicKey: senderPublicKey,
+            psk: psk
+        )
         return try context.open(ciphertext, authenticating: aad)
     }
 }

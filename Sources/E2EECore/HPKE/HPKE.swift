@@ -82,7 +82,8 @@ public enum HPKE: Sendable {
         ephemeral: X25519PrivateKey
     ) throws(E2EEError) -> (sharedSecret: SecureBytes, enc: [UInt8]) {
         let enc = ephemeral.publicKey.rawRepresentation
-        var dh = try Primitives.x25519(secret: ephemeral.secret, publicKey: recipient.rawRepresentation).withUnsafeBytes {
+        var dh = try Primitives.x25519(secret: ephemeral.secret, publicKey: recipient.rawRepresentation).withUnsafeBytes
+        {
             Array($0)
         }
         defer { secureWipe(&dh) }
@@ -137,7 +138,9 @@ public enum HPKE: Sendable {
         }
         let needsPSK = mode == .psk || mode == .authPSK
         guard hasPSK == needsPSK else {
-            throw E2EEError.invalidArgument(needsPSK ? "HPKE: this mode needs a psk" : "HPKE: a psk was given to a non-psk mode")
+            throw E2EEError.invalidArgument(
+                needsPSK ? "HPKE: this mode needs a psk" : "HPKE: a psk was given to a non-psk mode"
+            )
         }
 
         let pskIDHash = labeledExtract(salt: [], label: "psk_id_hash", ikm: pskID, suite: hpkeSuiteID)
@@ -148,7 +151,13 @@ public enum HPKE: Sendable {
 
         let secret = labeledExtract(salt: sharedSecret, label: "secret", ikm: pskKey, suite: hpkeSuiteID)
         let key = try labeledExpand(prk: secret, label: "key", info: context, length: nk, suite: hpkeSuiteID)
-        let baseNonce = try labeledExpand(prk: secret, label: "base_nonce", info: context, length: nn, suite: hpkeSuiteID)
+        let baseNonce = try labeledExpand(
+            prk: secret,
+            label: "base_nonce",
+            info: context,
+            length: nn,
+            suite: hpkeSuiteID
+        )
         let exporter = try labeledExpand(prk: secret, label: "exp", info: context, length: nh, suite: hpkeSuiteID)
         return KeySchedule(key: key, baseNonce: baseNonce.withUnsafeBytes { Array($0) }, exporterSecret: exporter)
     }

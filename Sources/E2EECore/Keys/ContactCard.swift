@@ -43,7 +43,13 @@ public struct ContactCard: Sendable, Hashable, Codable {
     public var deviceKeys: [DeviceKeyEntry]
     public var push: Push?
 
-    public init(userID: String, displayName: String, signingKey: SigningPublicKey, deviceKeys: [DeviceKeyEntry], push: Push?) {
+    public init(
+        userID: String,
+        displayName: String,
+        signingKey: SigningPublicKey,
+        deviceKeys: [DeviceKeyEntry],
+        push: Push?
+    ) {
         self.userID = userID
         self.displayName = displayName
         self.signingKey = signingKey
@@ -69,7 +75,9 @@ public struct ContactCard: Sendable, Hashable, Codable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         self.version = try c.decode(Int.self, forKey: .version)
-        guard self.version == 1 else { throw E2EEError(.keyFile, "contact card version \(self.version) is not supported") }
+        guard self.version == 1 else {
+            throw E2EEError(.keyFile, "contact card version \(self.version) is not supported")
+        }
         self.userID = try c.decode(String.self, forKey: .userID)
         guard (1...InnerMessage.maximumUserIDLength).contains(self.userID.utf8.count) else {
             throw E2EEError(.keyFile, "a contact card's user id is 1-64 bytes")

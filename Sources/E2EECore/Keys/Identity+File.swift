@@ -7,9 +7,15 @@ extension Identity {
     public struct PassphraseCost: Sendable {
         public var opsLimit: UInt64
         public var memLimit: UInt64
-        public static let moderate = PassphraseCost(opsLimit: Primitives.pwhashOpsLimitModerate, memLimit: Primitives.pwhashMemLimitModerate)
+        public static let moderate = PassphraseCost(
+            opsLimit: Primitives.pwhashOpsLimitModerate,
+            memLimit: Primitives.pwhashMemLimitModerate
+        )
         /// For tests only: the smallest limits libsodium accepts.
-        public static let minimum = PassphraseCost(opsLimit: Primitives.pwhashOpsLimitMin, memLimit: Primitives.pwhashMemLimitMin)
+        public static let minimum = PassphraseCost(
+            opsLimit: Primitives.pwhashOpsLimitMin,
+            memLimit: Primitives.pwhashMemLimitMin
+        )
     }
 
     /// Writes the identity file (mode 0600, atomic), locked with `passphrase` when one is given.
@@ -21,7 +27,12 @@ extension Identity {
         if let passphrase {
             let salt = Primitives.randomBytes(Primitives.pwhashSaltLength)
             let nonce = Primitives.randomBytes(Primitives.secretboxNonceLength)
-            let key = try Primitives.passphraseKey(passphrase: passphrase, salt: salt, opsLimit: cost.opsLimit, memLimit: cost.memLimit)
+            let key = try Primitives.passphraseKey(
+                passphrase: passphrase,
+                salt: salt,
+                opsLimit: cost.opsLimit,
+                memLimit: cost.memLimit
+            )
             var w = ByteWriter()
             w.u8(Identity.passphraseProtection)
             w.u64(cost.opsLimit)
@@ -42,7 +53,9 @@ extension Identity {
     /// True when the identity file at `path` is locked with a passphrase (reads only the clear header).
     public static func isLocked(path: String) throws(E2EEError) -> Bool {
         let file = try SecretFile.read(path: path)
-        return file.withUnsafeBytes { $0.count > magic.count && Array($0.prefix(magic.count)) == magic && $0[magic.count] == passphraseProtection }
+        return file.withUnsafeBytes {
+            $0.count > magic.count && Array($0.prefix(magic.count)) == magic && $0[magic.count] == passphraseProtection
+        }
     }
 
     /// Loads an identity file.
@@ -54,7 +67,8 @@ extension Identity {
         let file = try SecretFile.read(path: path)
         var bytes = file.withUnsafeBytes { Array($0) }
         defer { secureWipe(&bytes) }
-        let badFile = { @Sendable (what: String) in E2EEError(.keyFile, "\(path) is not a valid identity file: \(what)") }
+        let badFile = { @Sendable (what: String) in E2EEError(.keyFile, "\(path) is not a valid identity file: \(what)")
+        }
         var r = ByteReader(bytes, makeError: badFile)
         guard try r.take(magic.count, "magic") == magic else { throw badFile("wrong magic or version") }
         switch try r.u8("protection") {
@@ -115,8 +129,11 @@ extension Identity {
             let retired = try r.u64("retired at")
             keys.append(
                 DeviceKey(
-                    privateKey: try X25519PrivateKey(secret: SecureBytes(copying: secret)), createdAtMs: created,
-                    retiredAtMs: retired == 0 ? nil : retired))
+                    privateKey: try X25519PrivateKey(secret: SecureBytes(copying: secret)),
+                    createdAtMs: created,
+                    retiredAtMs: retired == 0 ? nil : retired
+                )
+            )
         }
         try r.expectEnd("identity")
         do {

@@ -7,7 +7,9 @@ public struct DeviceKey: Sendable, CustomStringConvertible {
     /// When a newer key replaced it, or nil for the current key.
     public var retiredAtMs: UInt64?
 
-    public var description: String { "DeviceKey(\(self.keyID), created \(self.createdAtMs), retired \(self.retiredAtMs.map(String.init) ?? "-"))" }
+    public var description: String {
+        "DeviceKey(\(self.keyID), created \(self.createdAtMs), retired \(self.retiredAtMs.map(String.init) ?? "-"))"
+    }
 }
 
 /// A user's identity on one device: the Ed25519 signing key and one or more X25519 device keys.
@@ -30,8 +32,11 @@ public struct Identity: Sendable, CustomStringConvertible {
     /// - Throws: `.invalidArgument` when the user id is not 1-64 bytes or the display name above 255 bytes.
     public static func generate(userID: String, displayName: String, nowMs: UInt64) throws(E2EEError) -> Identity {
         try Identity(
-            userID: userID, displayName: displayName, signingKey: .generate(),
-            deviceKeys: [DeviceKey(privateKey: .generate(), createdAtMs: nowMs, retiredAtMs: nil)])
+            userID: userID,
+            displayName: displayName,
+            signingKey: .generate(),
+            deviceKeys: [DeviceKey(privateKey: .generate(), createdAtMs: nowMs, retiredAtMs: nil)]
+        )
     }
 
     /// An identity from given keys (test vectors, imports). Device keys oldest first.
@@ -43,16 +48,26 @@ public struct Identity: Sendable, CustomStringConvertible {
         deviceKeys: [(key: X25519PrivateKey, createdAtMs: UInt64, retiredAtMs: UInt64?)]
     ) throws(E2EEError) {
         try self.init(
-            userID: userID, displayName: displayName, signingKey: signingKey,
-            deviceKeys: deviceKeys.map { DeviceKey(privateKey: $0.key, createdAtMs: $0.createdAtMs, retiredAtMs: $0.retiredAtMs) })
+            userID: userID,
+            displayName: displayName,
+            signingKey: signingKey,
+            deviceKeys: deviceKeys.map {
+                DeviceKey(privateKey: $0.key, createdAtMs: $0.createdAtMs, retiredAtMs: $0.retiredAtMs)
+            }
+        )
     }
 
-    init(userID: String, displayName: String, signingKey: SigningPrivateKey, deviceKeys: [DeviceKey]) throws(E2EEError) {
+    init(userID: String, displayName: String, signingKey: SigningPrivateKey, deviceKeys: [DeviceKey]) throws(E2EEError)
+    {
         guard (1...InnerMessage.maximumUserIDLength).contains(userID.utf8.count) else {
             throw E2EEError.invalidArgument("a user id is 1-64 bytes of UTF-8")
         }
-        guard displayName.utf8.count <= 255 else { throw E2EEError.invalidArgument("a display name is at most 255 bytes") }
-        guard (1...16).contains(deviceKeys.count) else { throw E2EEError.invalidArgument("an identity holds 1-16 device keys") }
+        guard displayName.utf8.count <= 255 else {
+            throw E2EEError.invalidArgument("a display name is at most 255 bytes")
+        }
+        guard (1...16).contains(deviceKeys.count) else {
+            throw E2EEError.invalidArgument("an identity holds 1-16 device keys")
+        }
         self.userID = userID
         self.displayName = displayName
         self.signingKey = signingKey
@@ -80,7 +95,11 @@ public struct Identity: Sendable, CustomStringConvertible {
 
     /// The private key for `keyID` if this identity holds it and it is current or retired less than
     /// `gracePeriodMs` ago at `nowMs`.
-    public func deviceKey(for keyID: KeyID, nowMs: UInt64, gracePeriodMs: UInt64 = Identity.defaultGracePeriodMs)
+    public func deviceKey(
+        for keyID: KeyID,
+        nowMs: UInt64,
+        gracePeriodMs: UInt64 = Identity.defaultGracePeriodMs
+    )
         -> X25519PrivateKey?
     {
         guard let key = self.deviceKeys.first(where: { $0.keyID == keyID }) else { return nil }
@@ -96,8 +115,11 @@ public struct Identity: Sendable, CustomStringConvertible {
             signingKey: self.signingKey.publicKey,
             deviceKeys: self.deviceKeys.map {
                 ContactCard.DeviceKeyEntry(
-                    keyID: $0.keyID, publicKey: $0.privateKey.publicKey, createdAtMs: $0.createdAtMs,
-                    retiredAtMs: $0.retiredAtMs)
+                    keyID: $0.keyID,
+                    publicKey: $0.privateKey.publicKey,
+                    createdAtMs: $0.createdAtMs,
+                    retiredAtMs: $0.retiredAtMs
+                )
             },
             push: push
         )

@@ -40,7 +40,9 @@ public struct X25519PrivateKey: Sendable, CustomStringConvertible {
 
     /// HPKE `DeriveKeyPair(ikm)` for DHKEM(X25519, HKDF-SHA256) (RFC 9180 7.1.3).
     public init(derivingFrom ikm: SecureBytes) throws(E2EEError) {
-        let prk = ikm.withUnsafeBytes { HPKE.labeledExtract(salt: [], label: "dkp_prk", ikm: Array($0), suite: HPKE.kemSuiteID) }
+        let prk = ikm.withUnsafeBytes {
+            HPKE.labeledExtract(salt: [], label: "dkp_prk", ikm: Array($0), suite: HPKE.kemSuiteID)
+        }
         let sk = try HPKE.labeledExpand(prk: prk, label: "sk", info: [], length: 32, suite: HPKE.kemSuiteID)
         try self.init(secret: sk)
     }

@@ -60,7 +60,9 @@ extension Primitives {
                 key.count
             )
             for part in parts where rc == 0 {
-                rc = part.withUnsafeBufferPointer { crypto_auth_hmacsha256_update(&state, $0.baseAddress, UInt64($0.count)) }
+                rc = part.withUnsafeBufferPointer {
+                    crypto_auth_hmacsha256_update(&state, $0.baseAddress, UInt64($0.count))
+                }
             }
             if rc == 0 {
                 rc = crypto_auth_hmacsha256_final(&state, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
@@ -172,9 +174,14 @@ extension Primitives {
                 aad.withUnsafeBufferPointer { a in
                     out.withUnsafeMutableBufferPointer { o in
                         crypto_aead_chacha20poly1305_ietf_encrypt(
-                            o.baseAddress!, &outLength,
-                            plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(plaintext.count),
-                            a.baseAddress, UInt64(a.count), nil, n.baseAddress!,
+                            o.baseAddress!,
+                            &outLength,
+                            plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                            UInt64(plaintext.count),
+                            a.baseAddress,
+                            UInt64(a.count),
+                            nil,
+                            n.baseAddress!,
                             k.baseAddress!.assumingMemoryBound(to: UInt8.self)
                         )
                     }
@@ -203,8 +210,14 @@ extension Primitives {
                     aad.withUnsafeBufferPointer { a in
                         ciphertext.withUnsafeBufferPointer { c in
                             crypto_aead_chacha20poly1305_ietf_decrypt(
-                                out.baseAddress?.assumingMemoryBound(to: UInt8.self), &outLength, nil,
-                                c.baseAddress!, UInt64(c.count), a.baseAddress, UInt64(a.count), n.baseAddress!,
+                                out.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                                &outLength,
+                                nil,
+                                c.baseAddress!,
+                                UInt64(c.count),
+                                a.baseAddress,
+                                UInt64(a.count),
+                                n.baseAddress!,
                                 k.baseAddress!.assumingMemoryBound(to: UInt8.self)
                             )
                         }
@@ -235,7 +248,8 @@ extension Primitives {
             let rc = seed.withUnsafeBytes { s in
                 publicKey.withUnsafeMutableBufferPointer { p in
                     crypto_sign_seed_keypair(
-                        p.baseAddress!, sk.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                        p.baseAddress!,
+                        sk.baseAddress!.assumingMemoryBound(to: UInt8.self),
                         s.baseAddress!.assumingMemoryBound(to: UInt8.self)
                     )
                 }
@@ -253,7 +267,10 @@ extension Primitives {
             message.withUnsafeBufferPointer { m in
                 signature.withUnsafeMutableBufferPointer { s in
                     crypto_sign_detached(
-                        s.baseAddress!, nil, m.baseAddress, UInt64(m.count),
+                        s.baseAddress!,
+                        nil,
+                        m.baseAddress,
+                        UInt64(m.count),
                         sk.baseAddress!.assumingMemoryBound(to: UInt8.self)
                     )
                 }
@@ -337,9 +354,14 @@ extension Primitives {
             let rc = passphrase.withUnsafeBytes { p in
                 salt.withUnsafeBufferPointer { s in
                     crypto_pwhash(
-                        out.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(out.count),
-                        p.baseAddress!.assumingMemoryBound(to: CChar.self), UInt64(p.count), s.baseAddress!,
-                        opsLimit, Int(memLimit), crypto_pwhash_ALG_ARGON2ID13
+                        out.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                        UInt64(out.count),
+                        p.baseAddress!.assumingMemoryBound(to: CChar.self),
+                        UInt64(p.count),
+                        s.baseAddress!,
+                        opsLimit,
+                        Int(memLimit),
+                        crypto_pwhash_ALG_ARGON2ID13
                     )
                 }
             }
@@ -348,7 +370,11 @@ extension Primitives {
     }
 
     /// secretbox (XSalsa20-Poly1305) seal: returns MAC || ciphertext.
-    static func secretboxSeal(key: SecureBytes, nonce: [UInt8], plaintext: UnsafeRawBufferPointer) throws(E2EEError)
+    static func secretboxSeal(
+        key: SecureBytes,
+        nonce: [UInt8],
+        plaintext: UnsafeRawBufferPointer
+    ) throws(E2EEError)
         -> [UInt8]
     {
         Sodium.ensureInitialized()
@@ -360,8 +386,11 @@ extension Primitives {
             nonce.withUnsafeBufferPointer { n in
                 out.withUnsafeMutableBufferPointer { o in
                     crypto_secretbox_easy(
-                        o.baseAddress!, plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                        UInt64(plaintext.count), n.baseAddress!, k.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                        o.baseAddress!,
+                        plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                        UInt64(plaintext.count),
+                        n.baseAddress!,
+                        k.baseAddress!.assumingMemoryBound(to: UInt8.self)
                     )
                 }
             }
@@ -382,8 +411,11 @@ extension Primitives {
                 nonce.withUnsafeBufferPointer { n in
                     ciphertext.withUnsafeBufferPointer { c in
                         crypto_secretbox_open_easy(
-                            out.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? UnsafeMutablePointer(mutating: c.baseAddress!),
-                            c.baseAddress!, UInt64(c.count), n.baseAddress!,
+                            out.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                                ?? UnsafeMutablePointer(mutating: c.baseAddress!),
+                            c.baseAddress!,
+                            UInt64(c.count),
+                            n.baseAddress!,
                             k.baseAddress!.assumingMemoryBound(to: UInt8.self)
                         )
                     }

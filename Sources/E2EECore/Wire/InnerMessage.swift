@@ -108,8 +108,9 @@ public struct InnerMessage: Sendable, Hashable {
     /// Decodes `signed_part || signature` (the unpadded plaintext). Returns the message, the signed part and the
     /// signature. Every failure is `.malformedMessage`.
     @_spi(Vectors)
-    public static func decode(_ plaintext: [UInt8]) throws(E2EEError) -> (InnerMessage, signedPart: [UInt8], signature: [UInt8])
-    {
+    public static func decode(
+        _ plaintext: [UInt8]
+    ) throws(E2EEError) -> (InnerMessage, signedPart: [UInt8], signature: [UInt8]) {
         let signatureLength = Primitives.ed25519SignatureLength
         guard plaintext.count > signatureLength else { throw E2EEError.malformedMessage("too short") }
         let signedEnd = plaintext.count - signatureLength
@@ -119,7 +120,9 @@ public struct InnerMessage: Sendable, Hashable {
         let messageID = try MessageID(bytes: r.take(16, "message id"))
         let sentAt = try r.u64("send time")
         let userID = try r.str8("sender user id", allowEmpty: false)
-        guard userID.utf8.count <= maximumUserIDLength else { throw E2EEError.malformedMessage("sender user id too long") }
+        guard userID.utf8.count <= maximumUserIDLength else {
+            throw E2EEError.malformedMessage("sender user id too long")
+        }
         let keyID = try KeyID(bytes: r.take(KeyID.length, "signing key id"))
         let fieldsLength = Int(try r.u16("fields length"))
         let fieldsStart = r.offset
@@ -127,11 +130,17 @@ public struct InnerMessage: Sendable, Hashable {
         try r.expectEnd("fields")
         let content = try decodeFields(kind: kind, plaintext, range: fieldsStart..<fieldsStart + fieldsLength)
         let message = InnerMessage(
-            messageID: messageID, sentAtMs: sentAt, senderUserID: userID, senderSigningKeyID: keyID, content: content)
+            messageID: messageID,
+            sentAtMs: sentAt,
+            senderUserID: userID,
+            senderSigningKeyID: keyID,
+            content: content
+        )
         return (message, Array(plaintext[0..<signedEnd]), Array(plaintext[signedEnd...]))
     }
 
-    static func decodeFields(kind: MessageKind, _ bytes: [UInt8], range: Range<Int>) throws(E2EEError) -> MessageContent {
+    static func decodeFields(kind: MessageKind, _ bytes: [UInt8], range: Range<Int>) throws(E2EEError) -> MessageContent
+    {
         var r = ByteReader(bytes, range: range, makeError: { E2EEError.malformedMessage($0) })
         let content: MessageContent
         switch kind {
@@ -160,8 +169,15 @@ public struct InnerMessage: Sendable, Hashable {
             }
             content = .callInvite(
                 CallInvite(
-                    callID: callID, callerHandle: handle, displayName: name, hasVideo: flags == 1,
-                    ringTimeoutSeconds: timeout, groupParticipants: participants, customHeaders: headers))
+                    callID: callID,
+                    callerHandle: handle,
+                    displayName: name,
+                    hasVideo: flags == 1,
+                    ringTimeoutSeconds: timeout,
+                    groupParticipants: participants,
+                    customHeaders: headers
+                )
+            )
         case .callCancel:
             let callID = uuid(try r.take(16, "call id"))
             guard let reason = CallCancelReason(rawValue: try r.u8("cancel reason")) else {
@@ -169,7 +185,9 @@ public struct InnerMessage: Sendable, Hashable {
             }
             content = .callCancel(CallCancel(callID: callID, reason: reason))
         case .text:
-            content = .text(TextMessage(threadID: try r.str8("thread id"), title: try r.str8("title"), body: try r.str16("body")))
+            content = .text(
+                TextMessage(threadID: try r.str8("thread id"), title: try r.str8("title"), body: try r.str16("body"))
+            )
         case .receipt:
             let count = Int(try r.u8("receipt count"))
             guard count >= 1 else { throw E2EEError.malformedMessage("empty receipt") }
@@ -194,5 +212,6 @@ func uuid(_ bytes: [UInt8]) -> UUID {
         uuid: (
             bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
             bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
-        ))
+        )
+    )
 }

@@ -54,9 +54,17 @@ public enum PushPayload: Sendable {
         ephemeral: X25519PrivateKey
     ) throws(E2EEError) -> SealedPush {
         guard message.senderSigningKeyID == signingKey.publicKey.keyID else {
-            throw E2EEError.invalidArgument("the message names signing key \(message.senderSigningKeyID), not the given key")
+            throw E2EEError.invalidArgument(
+                "the message names signing key \(message.senderSigningKeyID), not the given key"
+            )
         }
-        return try self.sealUnchecked(message, to: recipient, recipientKeyID: recipient.keyID, signingKey: signingKey, ephemeral: ephemeral)
+        return try self.sealUnchecked(
+            message,
+            to: recipient,
+            recipientKeyID: recipient.keyID,
+            signingKey: signingKey,
+            ephemeral: ephemeral
+        )
     }
 
     /// Seals without checking that the message names the signing key, and with a given recipient key id in the
@@ -70,7 +78,10 @@ public enum PushPayload: Sendable {
         ephemeral: X25519PrivateKey
     ) throws(E2EEError) -> SealedPush {
         var context = try HPKE.SenderContext(
-            recipient: recipient, info: WireProtocol.hpkeInfo(recipientKeyID: recipientKeyID), ephemeral: ephemeral)
+            recipient: recipient,
+            info: WireProtocol.hpkeInfo(recipientKeyID: recipientKeyID),
+            ephemeral: ephemeral
+        )
         let enc = context.encapsulatedKey
 
         var plaintext = try message.encodeSignedPart()
@@ -90,7 +101,8 @@ public enum PushPayload: Sendable {
         let ciphertext = try context.seal(padded, authenticating: header)
         let envelope = Envelope(recipientKeyID: recipientKeyID, encapsulatedKey: enc, ciphertext: ciphertext)
         let body = Array(
-            (WireProtocol.bodyPrefix + Data(envelope.serialized).base64EncodedString() + WireProtocol.bodySuffix).utf8)
+            (WireProtocol.bodyPrefix + Data(envelope.serialized).base64EncodedString() + WireProtocol.bodySuffix).utf8
+        )
         precondition(body.count <= WireProtocol.apnsMaximumBodyLength)
         return SealedPush(body: body, envelope: envelope, bucket: bucket, message: message)
     }
@@ -183,8 +195,10 @@ public enum PushPayload: Sendable {
             )
         }
         var context = try HPKE.RecipientContext(
-            encapsulatedKey: envelope.encapsulatedKey, recipient: key,
-            info: WireProtocol.hpkeInfo(recipientKeyID: envelope.recipientKeyID))
+            encapsulatedKey: envelope.encapsulatedKey,
+            recipient: key,
+            info: WireProtocol.hpkeInfo(recipientKeyID: envelope.recipientKeyID)
+        )
         let padded = try context.open(envelope.ciphertext, authenticating: envelope.header)
         var plaintext: [UInt8] = try padded.withUnsafeBytes { (p: UnsafeRawBufferPointer) throws(E2EEError) in
             guard let length = Primitives.unpaddedLength(p, blockSize: p.count) else { throw E2EEError.openFailed() }
@@ -203,7 +217,10 @@ public enum PushPayload: Sendable {
             throw E2EEError(.badSignature, "the sender's signature does not verify: the message was forged or altered")
         }
         return OpenedPush(
-            message: message, recipientKeyID: envelope.recipientKeyID, bucket: envelope.ciphertext.count - 16)
+            message: message,
+            recipientKeyID: envelope.recipientKeyID,
+            bucket: envelope.ciphertext.count - 16
+        )
     }
 }
 

@@ -26,11 +26,19 @@ public final class EventOutbox: CallEventSink, Sendable {
     /// Records a call event from the provider (CallEventSink). Never throws: a failure is logged.
     public func emit(_ event: CallEvent) {
         do {
-            if try self.record(event: event.event.rawValue, account: event.account, callID: event.callID, line: event.jsonLine()) {
+            if try self.record(
+                event: event.event.rawValue,
+                account: event.account,
+                callID: event.callID,
+                line: event.jsonLine()
+            ) {
                 self.forward?.emit(event)
             }
         } catch {
-            self.logger.error("call event could not be recorded", metadata: ["event": "\(event.event)", "error": "\(error)"])
+            self.logger.error(
+                "call event could not be recorded",
+                metadata: ["event": "\(event.event)", "error": "\(error)"]
+            )
         }
     }
 

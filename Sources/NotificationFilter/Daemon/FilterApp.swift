@@ -1,10 +1,11 @@
+public import E2EECore
+public import Logging
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-public import E2EECore
-public import Logging
 
 /// Everything `e2ee-filter` is configured with; the executable parses flags into this and calls ``FilterApp``.
 public struct FilterAppOptions: Sendable {
@@ -19,7 +20,13 @@ public struct FilterAppOptions: Sendable {
         /// The account's public card: gives its key ids while the identity is locked.
         public var card: String?
 
-        public init(name: String? = nil, identity: String, contacts: String, passphraseFile: String? = nil, card: String? = nil) {
+        public init(
+            name: String? = nil,
+            identity: String,
+            contacts: String,
+            passphraseFile: String? = nil,
+            card: String? = nil
+        ) {
             self.name = name
             self.identity = identity
             self.contacts = contacts
@@ -67,15 +74,28 @@ public enum FilterApp: Sendable {
         let store = try FilterStateStore(path: options.statePath, logger: logger)
         let hook = try options.hookCommand.map { try HookCommandCallEventSink(command: $0, logger: logger) }
         let outbox = try EventOutbox(store: store, eventsPath: options.eventsPath, forward: hook, logger: logger)
-        let reporter = CallKitReporter(configuration: options.callProvider, sink: outbox, now: options.now, logger: logger)
+        let reporter = CallKitReporter(
+            configuration: options.callProvider,
+            sink: outbox,
+            now: options.now,
+            logger: logger
+        )
         let accounts = try options.accounts.map { try self.loadAccount($0) }
         let engine = try FilterEngine(
-            store: store, accounts: accounts, policy: options.policy, reporter: reporter, now: options.now, logger: logger)
+            store: store,
+            accounts: accounts,
+            policy: options.policy,
+            reporter: reporter,
+            now: options.now,
+            logger: logger
+        )
         var configuration = FilterDaemonConfiguration(input: options.input, decisionsPath: options.decisionsPath)
         configuration.exitAtEndOfInput = options.exitAtEndOfInput
         let accountOptions = zip(accounts, options.accounts).map { ($0.name, $1) }
         let daemon = FilterDaemon(
-            configuration: configuration, engine: engine, events: outbox,
+            configuration: configuration,
+            engine: engine,
+            events: outbox,
             unlock: { name in
                 guard let account = accountOptions.first(where: { $0.0 == name })?.1,
                     let file = account.passphraseFile,
@@ -83,7 +103,8 @@ public enum FilterApp: Sendable {
                 else { return nil }
                 return try? Identity.load(path: account.identity, passphrase: passphrase)
             },
-            logger: logger)
+            logger: logger
+        )
         return Parts(engine: engine, daemon: daemon, reporter: reporter, outbox: outbox)
     }
 
@@ -97,10 +118,20 @@ public enum FilterApp: Sendable {
             }
             let card = try options.card.map { try ContactCard.load(path: $0) }
             let fileName = options.identity.split(separator: "/").last.map(String.init) ?? options.identity
-            let name = options.name ?? card?.userID ?? (fileName.hasSuffix(".identity") ? String(fileName.dropLast(9)) : fileName)
-            return FilterAccount(lockedName: name, deviceKeyIDs: Set(card?.deviceKeys.map(\.keyID) ?? []), contacts: contacts)
+            let name =
+                options.name ?? card?.userID
+                ?? (fileName.hasSuffix(".identity") ? String(fileName.dropLast(9)) : fileName)
+            return FilterAccount(
+                lockedName: name,
+                deviceKeyIDs: Set(card?.deviceKeys.map(\.keyID) ?? []),
+                contacts: contacts
+            )
         }
-        return FilterAccount(name: options.name, identity: try Identity.load(path: options.identity), contacts: contacts)
+        return FilterAccount(
+            name: options.name,
+            identity: try Identity.load(path: options.identity),
+            contacts: contacts
+        )
     }
 
     /// Every `*.card.json` in a folder.

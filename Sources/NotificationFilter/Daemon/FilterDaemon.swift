@@ -1,3 +1,7 @@
+public import E2EECore
+public import Logging
+public import ServiceLifecycle
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -8,9 +12,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-public import E2EECore
-public import Logging
-public import ServiceLifecycle
 
 /// How `e2ee-filter run` is wired: where payloads come from and where decisions and events go.
 public struct FilterDaemonConfiguration: Sendable {
@@ -66,7 +67,9 @@ public final class FilterDaemon: Service, Sendable {
     }
 
     public func run() async throws {
-        let output = try self.configuration.decisionsPath.map { path throws(FilterDaemonError) in try LineWriter.open(path: path) } ?? LineWriter.standardOutput
+        let output =
+            try self.configuration.decisionsPath.map { path throws(FilterDaemonError) in try LineWriter.open(path: path)
+            } ?? LineWriter.standardOutput
         let spoolPath: String?
         let source: LineSource
         var startSeq: Int64 = 0
@@ -78,20 +81,32 @@ public final class FilterDaemon: Service, Sendable {
             spoolPath = path
             let fd = open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else {
-                throw FilterDaemonError("cannot open the spool \(path): \(String(cString: strerror(errno))); check the path")
+                throw FilterDaemonError(
+                    "cannot open the spool \(path): \(String(cString: strerror(errno))); check the path"
+                )
             }
             let progress = try self.engine.store.transaction { tx in try tx.spoolProgress(path: path) }
             let offset = progress?.byteOffset ?? 0
             startSeq = progress?.lastSeq ?? 0
             lseek(fd, off_t(offset), SEEK_SET)
-            source = LineSource(fd: fd, startOffset: offset, follow: !self.configuration.exitAtEndOfInput, maximumLineLength: PayloadInput.maximumLineLength)
+            source = LineSource(
+                fd: fd,
+                startOffset: offset,
+                follow: !self.configuration.exitAtEndOfInput,
+                maximumLineLength: PayloadInput.maximumLineLength
+            )
         }
 
         // After a crash: write what was committed but not written, then restore ringing calls.
         if spoolPath != nil, output.path != nil {
             let lastSeq = output.lastLine().flatMap { try? JSONDecoder().decode(SeqOnly.self, from: Data($0)).seq } ?? 0
             let missing = try self.engine.store.transaction { tx in try tx.decisionLines(after: lastSeq) }
-            if !missing.isEmpty { self.logger.notice("re-emitting decisions committed before a restart", metadata: ["count": "\(missing.count)"]) }
+            if !missing.isEmpty {
+                self.logger.notice(
+                    "re-emitting decisions committed before a restart",
+                    metadata: ["count": "\(missing.count)"]
+                )
+            }
             try output.write(missing)
         }
         try self.events?.reconcile()
@@ -124,7 +139,10 @@ public final class FilterDaemon: Service, Sendable {
                     inputs.append(input)
                 }
                 let outcome = try await self.engine.process(
-                    inputs, spool: spoolPath.map { ($0, lines.last!.endOffset) }, deduplicateBySeq: spoolPath != nil)
+                    inputs,
+                    spool: spoolPath.map { ($0, lines.last!.endOffset) },
+                    deduplicateBySeq: spoolPath != nil
+                )
                 try output.write(outcome.decisions.map { $0.jsonLine() })
                 if outcome.showLockedAlert { try self.lockedAlert(count: outcome.keptWhileLocked) }
                 if Task.isCancelled || Task.isShuttingDownGracefully { break }
@@ -146,7 +164,8 @@ public final class FilterDaemon: Service, Sendable {
     }
 
     private func lockedAlert(count: Int) throws {
-        let line = "{\"alert\":{\"body\":\"Unlock the app to see new messages.\",\"title\":\"New messages\"},\"event\":\"locked-alert\",\"kept\":\(count)}"
+        let line =
+            "{\"alert\":{\"body\":\"Unlock the app to see new messages.\",\"title\":\"New messages\"},\"event\":\"locked-alert\",\"kept\":\(count)}"
         try self.events?.record(event: "locked-alert", account: "*", callID: UUID().uuidString, line: line)
     }
 }

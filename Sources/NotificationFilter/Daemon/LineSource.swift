@@ -1,10 +1,11 @@
+import Dispatch
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Dispatch
-import Synchronization
 
 /// Reads newline-terminated lines from a file descriptor (stdin, or a spool file that keeps growing), without
 /// Foundation and without blocking the cooperative thread pool: each `read(2)` runs on a dispatch queue.
@@ -72,10 +73,22 @@ final class LineSource: Sendable {
                 let end = state.bufferStartOffset + Int64(newline + 1)
                 if state.skippingOversized {
                     state.skippingOversized = false
-                    lines.append(Line(bytes: Array(buffer[start..<min(newline, start + maximumLineLength)]), endOffset: end, oversized: true))
+                    lines.append(
+                        Line(
+                            bytes: Array(buffer[start..<min(newline, start + maximumLineLength)]),
+                            endOffset: end,
+                            oversized: true
+                        )
+                    )
                 } else {
                     let length = newline - start
-                    lines.append(Line(bytes: Array(buffer[start..<min(newline, start + maximumLineLength)]), endOffset: end, oversized: length > maximumLineLength))
+                    lines.append(
+                        Line(
+                            bytes: Array(buffer[start..<min(newline, start + maximumLineLength)]),
+                            endOffset: end,
+                            oversized: length > maximumLineLength
+                        )
+                    )
                 }
                 start = newline + 1
                 index = start
@@ -96,7 +109,13 @@ final class LineSource: Sendable {
             if state.eof && !state.buffer.isEmpty && lines.count < limit {
                 // The input ended without a final newline: that is still a line.
                 let end = state.bufferStartOffset + Int64(state.buffer.count)
-                lines.append(Line(bytes: Array(state.buffer.prefix(maximumLineLength)), endOffset: end, oversized: state.skippingOversized || state.buffer.count > maximumLineLength))
+                lines.append(
+                    Line(
+                        bytes: Array(state.buffer.prefix(maximumLineLength)),
+                        endOffset: end,
+                        oversized: state.skippingOversized || state.buffer.count > maximumLineLength
+                    )
+                )
                 state.buffer.removeAll()
                 state.bufferStartOffset = end
             }

@@ -30,7 +30,9 @@ final class LineWriter: @unchecked Sendable {
     /// last line.
     static func open(path: String) throws(FilterDaemonError) -> LineWriter {
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw FilterDaemonError("cannot open \(path) for writing: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw FilterDaemonError("cannot open \(path) for writing: \(String(cString: strerror(errno)))")
+        }
         let writer = LineWriter(fd: fd, path: path)
         let size = lseek(fd, 0, SEEK_END)
         if size > 0 {

@@ -1,10 +1,11 @@
+import E2EECore
+public import Logging
+
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
 #else
 public import Foundation
 #endif
-public import Logging
-import E2EECore
 
 /// The engine's call reporting, wired as on iOS: filter → ``CallReporter`` (`reportNewIncomingVoIPPushPayload`)
 /// → ``CallProvider`` (CallKit's model), whose events go to the sink (the durable ``EventOutbox``).
@@ -21,8 +22,11 @@ public final class CallKitReporter: CallReporting, Sendable {
     ) {
         self.now = now
         self.provider = CallProvider(
-            configuration: configuration, sinks: [sink], logger: logger,
-            now: { Date(timeIntervalSince1970: Double(now()) / 1000) })
+            configuration: configuration,
+            sinks: [sink],
+            logger: logger,
+            now: { Date(timeIntervalSince1970: Double(now()) / 1000) }
+        )
         self.reporter = CallReporter(provider: self.provider, logger: logger)
     }
 
@@ -34,9 +38,13 @@ public final class CallKitReporter: CallReporting, Sendable {
                 update: CallUpdate(
                     remoteHandle: CallHandle(type: .generic, value: handoff.callerHandle),
                     localizedCallerName: handoff.displayName.isEmpty ? nil : handoff.displayName,
-                    hasVideo: handoff.hasVideo, account: handoff.account,
-                    groupParticipants: handoff.groupParticipants ?? []),
-                ringTimeoutSeconds: remaining))
+                    hasVideo: handoff.hasVideo,
+                    account: handoff.account,
+                    groupParticipants: handoff.groupParticipants ?? []
+                ),
+                ringTimeoutSeconds: remaining
+            )
+        )
     }
 
     public func endCall(account: String, callID: UUID, cause: CallEndCause, atMs: Int64) async {

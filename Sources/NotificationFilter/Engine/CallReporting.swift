@@ -1,9 +1,10 @@
+public import E2EECore
+
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
 #else
 public import Foundation
 #endif
-public import E2EECore
 
 /// Why the engine ends a call it had handed off.
 public enum CallEndCause: Sendable, Hashable {

@@ -95,8 +95,11 @@ public struct FilterDecision: Sendable, Hashable, Codable {
 
     /// The generic alert of every fallback: useful, never ciphertext, never the placeholder.
     public static let fallbackAlert = Alert(
-        title: "New notification", subtitle: nil,
-        body: "Something arrived that this device could not show. Open the app to see it.", threadID: nil)
+        title: "New notification",
+        subtitle: nil,
+        body: "Something arrived that this device could not show. Open the app to see it.",
+        threadID: nil
+    )
 }
 
 /// The reason codes of decisions (stable strings; README "Reason codes" documents each).

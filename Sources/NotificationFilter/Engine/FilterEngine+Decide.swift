@@ -1,9 +1,10 @@
+import E2EECore
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import E2EECore
 
 extension FilterEngine {
     /// The stateless half of a decision: parse, find the account, open and verify.
@@ -21,7 +22,11 @@ extension FilterEngine {
     }
 
     var openContext: OpenContext {
-        OpenContext(accounts: self.accounts, accountByKeyID: self.accountByKeyIDMap, gracePeriodMs: self.policy.keyGracePeriodMs)
+        OpenContext(
+            accounts: self.accounts,
+            accountByKeyID: self.accountByKeyIDMap,
+            gracePeriodMs: self.policy.keyGracePeriodMs
+        )
     }
 
     /// Opens a batch: inputs of eight or more are split in two halves opened in parallel (decryption and signature
@@ -51,8 +56,10 @@ extension FilterEngine {
                 let opened = try PushPayload.open(
                     envelope,
                     deviceKey: { identity.deviceKey(for: $0, nowMs: UInt64(max(0, nowMs)), gracePeriodMs: grace) },
-                    signingKey: { account.contacts.signingKey(userID: $0, keyID: $1) })
-                let name = account.contacts.cards[opened.message.senderUserID]?.displayName ?? opened.message.senderUserID
+                    signingKey: { account.contacts.signingKey(userID: $0, keyID: $1) }
+                )
+                let name =
+                    account.contacts.cards[opened.message.senderUserID]?.displayName ?? opened.message.senderUserID
                 return .opened(account: account.name, message: opened.message, senderName: name)
             } catch {
                 return .failed(code: error.code.rawValue, account: account.name)
@@ -125,8 +132,11 @@ extension FilterEngine {
         case .text(let text):
             var d = finish(.alert, FilterReason.text)
             d.alert = FilterDecision.Alert(
-                title: senderName, subtitle: text.title.isEmpty ? nil : text.title, body: text.body,
-                threadID: text.threadID.isEmpty ? nil : text.threadID)
+                title: senderName,
+                subtitle: text.title.isEmpty ? nil : text.title,
+                body: text.body,
+                threadID: text.threadID.isEmpty ? nil : text.threadID
+            )
             return d
 
         case .receipt:
@@ -138,14 +148,32 @@ extension FilterEngine {
         case .callInvite(let invite):
             decision.callID = invite.callID
             let missedAlert = FilterDecision.Alert(
-                title: "Missed call", subtitle: nil,
+                title: "Missed call",
+                subtitle: nil,
                 body: "\(invite.displayName.isEmpty ? invite.callerHandle : invite.displayName) called you"
                     + (invite.hasVideo ? " (video)" : ""),
-                threadID: nil)
+                threadID: nil
+            )
             func missed(_ reason: String) throws -> FilterDecision {
-                try tx.setCallState(CallStateRecord(account: account, callID: invite.callID, state: .missed, updatedAtMs: nowMs, endReason: reason))
+                try tx.setCallState(
+                    CallStateRecord(
+                        account: account,
+                        callID: invite.callID,
+                        state: .missed,
+                        updatedAtMs: nowMs,
+                        endReason: reason
+                    )
+                )
                 _ = try tx.recordMissedCall(
-                    MissedCallRecord(account: account, callID: invite.callID, callerHandle: invite.callerHandle, displayName: invite.displayName, atMs: nowMs, reason: reason))
+                    MissedCallRecord(
+                        account: account,
+                        callID: invite.callID,
+                        callerHandle: invite.callerHandle,
+                        displayName: invite.displayName,
+                        atMs: nowMs,
+                        reason: reason
+                    )
+                )
                 var d = finish(.missedCall, reason)
                 d.alert = missedAlert
                 return d
@@ -161,15 +189,28 @@ extension FilterEngine {
             if nowMs >= deadline {
                 return try missed(FilterReason.inviteExpired)
             }
-            try tx.setCallState(CallStateRecord(account: account, callID: invite.callID, state: .ringing, updatedAtMs: nowMs))
+            try tx.setCallState(
+                CallStateRecord(account: account, callID: invite.callID, state: .ringing, updatedAtMs: nowMs)
+            )
             try tx.setRing(
                 RingRecord(
-                    account: account, callID: invite.callID, deadlineMs: deadline, callerHandle: invite.callerHandle,
-                    displayName: invite.displayName, hasVideo: invite.hasVideo))
+                    account: account,
+                    callID: invite.callID,
+                    deadlineMs: deadline,
+                    callerHandle: invite.callerHandle,
+                    displayName: invite.displayName,
+                    hasVideo: invite.hasVideo
+                )
+            )
             let handoff = FilterDecision.Handoff(
-                callID: invite.callID, callerHandle: invite.callerHandle, displayName: invite.displayName,
-                hasVideo: invite.hasVideo, account: account, ringDeadlineMs: deadline,
-                groupParticipants: invite.groupParticipants.isEmpty ? nil : invite.groupParticipants)
+                callID: invite.callID,
+                callerHandle: invite.callerHandle,
+                displayName: invite.displayName,
+                hasVideo: invite.hasVideo,
+                account: account,
+                ringDeadlineMs: deadline,
+                groupParticipants: invite.groupParticipants.isEmpty ? nil : invite.groupParticipants
+            )
             actions.append(.handOff(handoff))
             var d = finish(.ring, FilterReason.freshInvite)
             d.handoff = handoff
@@ -180,7 +221,13 @@ extension FilterEngine {
             guard let state = try tx.callState(account: account, callID: cancel.callID) else {
                 // Pushes are not ordered: remember it, so the late invite becomes a missed call (FIELD-NOTES 5).
                 try tx.recordEarlyCancel(
-                    EarlyCancelRecord(account: account, callID: cancel.callID, reason: cancel.reason.description, atMs: nowMs))
+                    EarlyCancelRecord(
+                        account: account,
+                        callID: cancel.callID,
+                        reason: cancel.reason.description,
+                        atMs: nowMs
+                    )
+                )
                 return finish(.silence, FilterReason.cancelForUnknownCall)
             }
             guard state.state == .ringing || state.state == .active else {
@@ -190,11 +237,26 @@ extension FilterEngine {
             _ = try tx.deleteRing(account: account, callID: cancel.callID)
             let ring = wasRinging && cancel.reason == .remoteEnded
             try tx.setCallState(
-                CallStateRecord(account: account, callID: cancel.callID, state: ring ? .missed : .ended, updatedAtMs: nowMs, endReason: cancel.reason.description))
+                CallStateRecord(
+                    account: account,
+                    callID: cancel.callID,
+                    state: ring ? .missed : .ended,
+                    updatedAtMs: nowMs,
+                    endReason: cancel.reason.description
+                )
+            )
             if ring {
                 // The caller hung up before anyone answered: a missed call in the log (not a second alert).
                 _ = try tx.recordMissedCall(
-                    MissedCallRecord(account: account, callID: cancel.callID, callerHandle: nil, displayName: nil, atMs: nowMs, reason: "remoteEnded"))
+                    MissedCallRecord(
+                        account: account,
+                        callID: cancel.callID,
+                        callerHandle: nil,
+                        displayName: nil,
+                        atMs: nowMs,
+                        reason: "remoteEnded"
+                    )
+                )
             }
             actions.append(.end(account: account, callID: cancel.callID, cause: .cancelled(cancel.reason), atMs: nowMs))
             return finish(.silence, FilterReason.callCancelled)

@@ -1,10 +1,11 @@
+public import E2EECore
+public import Logging
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-public import E2EECore
-public import Logging
 
 /// The device-side decision path: decrypt, classify, decide, remember — one decision per payload.
 ///
@@ -96,10 +97,15 @@ public actor FilterEngine {
             let kept = try self.store.transaction { tx in
                 var kept = 0
                 for input in inputs where try !deduplicateBySeq || tx.decision(forSeq: input.seq) == nil {
-                    if try tx.enqueuePending(seq: input.seq, payload: Self.pendingText(input), atMs: nowMs) { kept += 1 }
+                    if try tx.enqueuePending(seq: input.seq, payload: Self.pendingText(input), atMs: nowMs) {
+                        kept += 1
+                    }
                 }
                 if let spool, let last = inputs.last {
-                    try tx.setSpoolProgress(path: spool.path, SpoolProgress(byteOffset: spool.offset, lastSeq: last.seq))
+                    try tx.setSpoolProgress(
+                        path: spool.path,
+                        SpoolProgress(byteOffset: spool.offset, lastSeq: last.seq)
+                    )
                 }
                 return kept
             }
@@ -136,7 +142,10 @@ public actor FilterEngine {
         for decision in decisions {
             self.logger.debug(
                 "decided",
-                metadata: ["seq": "\(decision.seq)", "decision": "\(decision.decision)", "reason": "\(decision.reason)"])
+                metadata: [
+                    "seq": "\(decision.seq)", "decision": "\(decision.decision)", "reason": "\(decision.reason)",
+                ]
+            )
         }
         await self.perform(actions)
         outcome.decisions = decisions
@@ -145,7 +154,8 @@ public actor FilterEngine {
 
     static func pendingText(_ input: PayloadInput) -> String {
         if let body = input.body {
-            return "{\"apns_id\":\(input.apnsID.map { "\"\($0)\"" } ?? "null"),\"body_base64\":\"\(Data(body).base64EncodedString())\",\"seq\":\(input.seq)}"
+            return
+                "{\"apns_id\":\(input.apnsID.map { "\"\($0)\"" } ?? "null"),\"body_base64\":\"\(Data(body).base64EncodedString())\",\"seq\":\(input.seq)}"
         }
         return "{\"seq\":\(input.seq),\"malformed\":true}"
     }
@@ -186,9 +196,24 @@ public actor FilterEngine {
             for ring in due {
                 _ = try tx.deleteRing(account: ring.account, callID: ring.callID)
                 try tx.setCallState(
-                    CallStateRecord(account: ring.account, callID: ring.callID, state: .missed, updatedAtMs: nowMs, endReason: "unanswered"))
+                    CallStateRecord(
+                        account: ring.account,
+                        callID: ring.callID,
+                        state: .missed,
+                        updatedAtMs: nowMs,
+                        endReason: "unanswered"
+                    )
+                )
                 _ = try tx.recordMissedCall(
-                    MissedCallRecord(account: ring.account, callID: ring.callID, callerHandle: ring.callerHandle, displayName: ring.displayName, atMs: nowMs, reason: "unanswered"))
+                    MissedCallRecord(
+                        account: ring.account,
+                        callID: ring.callID,
+                        callerHandle: ring.callerHandle,
+                        displayName: ring.displayName,
+                        atMs: nowMs,
+                        reason: "unanswered"
+                    )
+                )
             }
             return due
         }
@@ -212,15 +237,27 @@ public actor FilterEngine {
                 CallCancelReason.allCases.first { $0.description == endReason }.map { .cancelled($0) } ?? .unanswered
             await self.reporter.restoreRinging(
                 FilterDecision.Handoff(
-                    callID: uuid, callerHandle: ringing?.handle ?? "unknown", displayName: ringing?.displayName ?? "",
-                    hasVideo: false, account: account, ringDeadlineMs: nowMs + 1000))
+                    callID: uuid,
+                    callerHandle: ringing?.handle ?? "unknown",
+                    displayName: ringing?.displayName ?? "",
+                    hasVideo: false,
+                    account: account,
+                    ringDeadlineMs: nowMs + 1000
+                )
+            )
             await self.reporter.endCall(account: account, callID: uuid, cause: cause, atMs: nowMs)
         }
         for ring in rings where ring.deadlineMs > nowMs {
             await self.reporter.restoreRinging(
                 FilterDecision.Handoff(
-                    callID: ring.callID, callerHandle: ring.callerHandle, displayName: ring.displayName,
-                    hasVideo: ring.hasVideo, account: ring.account, ringDeadlineMs: ring.deadlineMs))
+                    callID: ring.callID,
+                    callerHandle: ring.callerHandle,
+                    displayName: ring.displayName,
+                    hasVideo: ring.hasVideo,
+                    account: ring.account,
+                    ringDeadlineMs: ring.deadlineMs
+                )
+            )
         }
         try await self.expireRinging()
     }

@@ -61,7 +61,12 @@ extension FilterStateTransaction {
         try self.rings(where: "deadline_ms <= ?1", String(nowMs), nil, numeric: true)
     }
 
-    private func rings(where clause: String, _ a: String, _ b: String?, numeric: Bool = false) throws(FilterStateError)
+    private func rings(
+        where clause: String,
+        _ a: String,
+        _ b: String?,
+        numeric: Bool = false
+    ) throws(FilterStateError)
         -> [RingRecord]
     {
         try self.database.withStatement(
@@ -73,8 +78,14 @@ extension FilterStateTransaction {
             while try s.step() {
                 out.append(
                     RingRecord(
-                        account: s.text(0), callID: UUID(uuidString: s.text(1))!, deadlineMs: s.int64(2),
-                        callerHandle: s.text(3), displayName: s.text(4), hasVideo: s.int64(5) != 0))
+                        account: s.text(0),
+                        callID: UUID(uuidString: s.text(1))!,
+                        deadlineMs: s.int64(2),
+                        callerHandle: s.text(3),
+                        displayName: s.text(4),
+                        hasVideo: s.int64(5) != 0
+                    )
+                )
             }
             return out
         }

@@ -54,7 +54,11 @@ public struct PayloadInput: Sendable, Hashable {
         if shape.isBareBody {
             return PayloadInput(seq: seq, apnsID: apnsID, body: line)
         }
-        return PayloadInput(seq: seq, apnsID: apnsID, malformed: "neither a request line, a spool record nor an APNs body")
+        return PayloadInput(
+            seq: seq,
+            apnsID: apnsID,
+            malformed: "neither a request line, a spool record nor an APNs body"
+        )
     }
 }
 

@@ -16,7 +16,8 @@ public struct ContactDirectory: Sendable {
             guard let folder = self.folder else {
                 throw SenderError(
                     .unknownRecipient,
-                    "\"\(to)\" is not a card file; pass --contacts DIR holding \(to).card.json, or a path ending in .json")
+                    "\"\(to)\" is not a card file; pass --contacts DIR holding \(to).card.json, or a path ending in .json"
+                )
             }
             guard to.utf8.allSatisfy({ $0 != UInt8(ascii: "/") }), !to.hasPrefix(".") else {
                 throw SenderError(.unknownRecipient, "\"\(to)\" is not a valid user id")

@@ -44,7 +44,9 @@ struct KeyTests {
         try identity.save(path: path, passphrase: SecureBytes(copying: Array("correct horse".utf8)), cost: .minimum)
         #expect(try Identity.isLocked(path: path))
         #expect(throws: E2EEError(.locked, "")) { try Identity.load(path: path) }
-        #expect(throws: E2EEError(.locked, "")) { try Identity.load(path: path, passphrase: SecureBytes(copying: Array("wrong".utf8))) }
+        #expect(throws: E2EEError(.locked, "")) {
+            try Identity.load(path: path, passphrase: SecureBytes(copying: Array("wrong".utf8)))
+        }
         let loaded = try Identity.load(path: path, passphrase: SecureBytes(copying: Array("correct horse".utf8)))
         #expect(loaded.currentDeviceKey.keyID == identity.currentDeviceKey.keyID)
         // The secret bytes do not appear in the file in clear.
@@ -98,7 +100,11 @@ struct KeyTests {
 
     @Test("identity generation refuses bad user ids")
     func badUserID() {
-        #expect(throws: E2EEError(.invalidArgument, "")) { try Identity.generate(userID: "", displayName: "x", nowMs: 1) }
-        #expect(throws: E2EEError(.invalidArgument, "")) { try Identity.generate(userID: String(repeating: "u", count: 65), displayName: "x", nowMs: 1) }
+        #expect(throws: E2EEError(.invalidArgument, "")) {
+            try Identity.generate(userID: "", displayName: "x", nowMs: 1)
+        }
+        #expect(throws: E2EEError(.invalidArgument, "")) {
+            try Identity.generate(userID: String(repeating: "u", count: 65), displayName: "x", nowMs: 1)
+        }
     }
 }

@@ -18,7 +18,10 @@ struct ProjectVectorTests {
     func generatorMatchesFixture() throws {
         let data = try #require(FileManager.default.contents(atPath: Self.fixturePath), "missing fixture")
         let generated = ProjectVectors.generate()
-        #expect(Array(data) == generated, "code and Fixtures/e2ee-vectors.json disagree: if the wire format changed on purpose, regenerate with `swift run e2ee-vectors > Fixtures/e2ee-vectors.json` and update docs/PROTOCOL.md")
+        #expect(
+            Array(data) == generated,
+            "code and Fixtures/e2ee-vectors.json disagree: if the wire format changed on purpose, regenerate with `swift run e2ee-vectors > Fixtures/e2ee-vectors.json` and update docs/PROTOCOL.md"
+        )
     }
 
     @Test("every positive vector opens to its message, and small kinds share one body length")
@@ -26,7 +29,9 @@ struct ProjectVectorTests {
         let keys = ProjectVectors.keys()
         let positives = try #require(try Self.fixture()["positive"] as? [[String: Any]])
         #expect(positives.count == 7)
-        let expected = Dictionary(uniqueKeysWithValues: ProjectVectors.messages(sender: keys.sender).map { ($0.name, $0.message) })
+        let expected = Dictionary(
+            uniqueKeysWithValues: ProjectVectors.messages(sender: keys.sender).map { ($0.name, $0.message) }
+        )
         var smallLengths = Set<Int>()
         for vector in positives {
             let name = try #require(vector["name"] as? String)
@@ -35,7 +40,8 @@ struct ProjectVectorTests {
             let opened = try PushPayload.open(
                 body: body,
                 deviceKey: { keys.recipient.deviceKey(for: $0, nowMs: ProjectVectors.baseTimeMs) },
-                signingKey: { keys.contacts.signingKey(userID: $0, keyID: $1) })
+                signingKey: { keys.contacts.signingKey(userID: $0, keyID: $1) }
+            )
             #expect(opened.message == expected[name], "vector \(name)")
             if name != "text-large-bucket" { smallLengths.insert(body.count) }
         }
@@ -56,7 +62,8 @@ struct ProjectVectorTests {
                 _ = try PushPayload.open(
                     body: body,
                     deviceKey: { keys.recipient.deviceKey(for: $0, nowMs: ProjectVectors.baseTimeMs) },
-                    signingKey: { keys.contacts.signingKey(userID: $0, keyID: $1) })
+                    signingKey: { keys.contacts.signingKey(userID: $0, keyID: $1) }
+                )
                 Issue.record("vector \(name) opened but should fail with \(expected)")
             } catch {
                 #expect(error.code.rawValue == expected, "vector \(name): got \(error.code), want \(expected)")

@@ -1,7 +1,8 @@
 @_spi(Vectors) import E2EECore
 import Foundation
-@testable import NotificationFilter
 import Testing
+
+@testable import NotificationFilter
 
 @Suite("Decision rules (one test per rule)")
 struct DecisionRuleTests {
@@ -30,7 +31,9 @@ struct DecisionRuleTests {
         let h = try EngineHarness()
         let callID = UUID()
         // 30 s timeout + 30 s skew allowance: sent 61 s ago is too late, 59 s ago still rings.
-        let late: FilterDecision = try await h.decide(h.body(EngineHarness.invite(callID), sentAtMs: h.clock.nowMs - 61_000))
+        let late: FilterDecision = try await h.decide(
+            h.body(EngineHarness.invite(callID), sentAtMs: h.clock.nowMs - 61_000)
+        )
         #expect(late.decision == .missedCall)
         #expect(late.reason == "invite-expired")
         #expect(late.alert?.body == "Alice Example called you")
@@ -38,7 +41,9 @@ struct DecisionRuleTests {
         let missed = try h.store.transaction { tx in try tx.missedCalls(account: "bob") }
         #expect(missed.map(\.callID) == [callID])
         #expect(missed.first?.reason == "invite-expired")
-        let ok: FilterDecision = try await h.decide(h.body(EngineHarness.invite(UUID()), sentAtMs: h.clock.nowMs - 59_000))
+        let ok: FilterDecision = try await h.decide(
+            h.body(EngineHarness.invite(UUID()), sentAtMs: h.clock.nowMs - 59_000)
+        )
         #expect(ok.decision == .ring)
         #expect(await h.reporter.violations == 0)
     }
@@ -104,10 +109,20 @@ struct DecisionRuleTests {
     @Test("text → alert with the sender's display name, title and body")
     func textAlerts() async throws {
         let h = try EngineHarness()
-        let d = try await h.decide(h.body(.text(TextMessage(threadID: "t-1", title: "Lunch?", body: "Are we still on?"))))
+        let d = try await h.decide(
+            h.body(.text(TextMessage(threadID: "t-1", title: "Lunch?", body: "Are we still on?")))
+        )
         #expect(d.decision == .alert)
         #expect(d.reason == "text")
-        #expect(d.alert == FilterDecision.Alert(title: "Alice Example", subtitle: "Lunch?", body: "Are we still on?", threadID: "t-1"))
+        #expect(
+            d.alert
+                == FilterDecision.Alert(
+                    title: "Alice Example",
+                    subtitle: "Lunch?",
+                    body: "Are we still on?",
+                    threadID: "t-1"
+                )
+        )
     }
 
     @Test("receipt and unknown kinds → silence")
@@ -171,7 +186,10 @@ struct DecisionRuleTests {
         let good = try h.body(.text(TextMessage(threadID: "", title: "", body: "x")))
         let envelope = try PushPayload.envelope(fromBody: good).serialized
         func body(_ e: [UInt8]) -> [UInt8] {
-            Array(("{\"aps\":{\"alert\":{\"title\":\"New message\"},\"mutable-content\":1},\"e2ee\":\"" + Data(e).base64EncodedString() + "\"}").utf8)
+            Array(
+                ("{\"aps\":{\"alert\":{\"title\":\"New message\"},\"mutable-content\":1},\"e2ee\":\""
+                    + Data(e).base64EncodedString() + "\"}").utf8
+            )
         }
         var flipped = envelope
         flipped[100] ^= 0x40
@@ -179,11 +197,19 @@ struct DecisionRuleTests {
         version[0] = 9
         // Forged: Mallory signs but claims Alice's signing key id.
         let forgedMessage = InnerMessage(
-            messageID: .random(), sentAtMs: UInt64(h.clock.nowMs), senderUserID: "alice",
-            senderSigningKeyID: h.alice.signingKey.publicKey.keyID, content: .text(TextMessage(threadID: "", title: "", body: "pay me")))
+            messageID: .random(),
+            sentAtMs: UInt64(h.clock.nowMs),
+            senderUserID: "alice",
+            senderSigningKeyID: h.alice.signingKey.publicKey.keyID,
+            content: .text(TextMessage(threadID: "", title: "", body: "pay me"))
+        )
         let forged = try PushPayload.sealUnchecked(
-            forgedMessage, to: h.bob.currentDeviceKey.privateKey.publicKey, recipientKeyID: h.bob.currentDeviceKey.keyID,
-            signingKey: h.mallory.signingKey, ephemeral: .generate()).body
+            forgedMessage,
+            to: h.bob.currentDeviceKey.privateKey.publicKey,
+            recipientKeyID: h.bob.currentDeviceKey.keyID,
+            signingKey: h.mallory.signingKey,
+            ephemeral: .generate()
+        ).body
         let cases: [([UInt8], String)] = [
             (body(flipped), "open-failed"),
             (body(version), "unsupported-version"),
@@ -204,7 +230,10 @@ struct DecisionRuleTests {
         #expect(try await h.decide(h.body(.text(TextMessage(threadID: "", title: "", body: "ok")))).decision == .alert)
     }
 
-    @Test("a sender not in the contacts: fallback by default, silence by policy", arguments: [FilterPolicy.UnknownSenderPolicy.fallback, .silence])
+    @Test(
+        "a sender not in the contacts: fallback by default, silence by policy",
+        arguments: [FilterPolicy.UnknownSenderPolicy.fallback, .silence]
+    )
     func unknownSender(policy: FilterPolicy.UnknownSenderPolicy) async throws {
         var p = FilterPolicy()
         p.unknownSender = policy
@@ -238,12 +267,21 @@ struct DecisionRuleTests {
     func severalAccounts() async throws {
         let carol = try Identity.generate(userID: "carol", displayName: "Carol", nowMs: 1)
         let alice = try Identity.generate(userID: "alice", displayName: "Alice", nowMs: 1)
-        let h = try EngineHarness(extraAccounts: [FilterAccount(identity: carol, contacts: ContactBook([alice.card()]))])
+        let h = try EngineHarness(extraAccounts: [FilterAccount(identity: carol, contacts: ContactBook([alice.card()]))]
+        )
         let callID = UUID()
         let message = InnerMessage(
-            messageID: .random(), sentAtMs: UInt64(h.clock.nowMs), senderUserID: "alice",
-            senderSigningKeyID: alice.signingKey.publicKey.keyID, content: EngineHarness.invite(callID))
-        let body = try PushPayload.seal(message, to: carol.currentDeviceKey.privateKey.publicKey, signingKey: alice.signingKey).body
+            messageID: .random(),
+            sentAtMs: UInt64(h.clock.nowMs),
+            senderUserID: "alice",
+            senderSigningKeyID: alice.signingKey.publicKey.keyID,
+            content: EngineHarness.invite(callID)
+        )
+        let body = try PushPayload.seal(
+            message,
+            to: carol.currentDeviceKey.privateKey.publicKey,
+            signingKey: alice.signingKey
+        ).body
         let d = try await h.decide(body)
         #expect(d.account == "carol")
         #expect(d.handoff?.account == "carol")
@@ -260,7 +298,9 @@ struct DecisionRuleTests {
         #expect(first.decisions.isEmpty)
         #expect(first.keptWhileLocked == 1)
         #expect(first.showLockedAlert)
-        let more = try await h.engine.process([PayloadInput(seq: 2, apnsID: nil, body: bodies[1]), PayloadInput(seq: 3, apnsID: nil, body: bodies[2])])
+        let more = try await h.engine.process([
+            PayloadInput(seq: 2, apnsID: nil, body: bodies[1]), PayloadInput(seq: 3, apnsID: nil, body: bodies[2]),
+        ])
         #expect(more.keptWhileLocked == 2)
         #expect(!more.showLockedAlert)
         let decided = try await h.engine.unlock(account: "bob", identity: h.bob)

@@ -1,8 +1,9 @@
 @_spi(Vectors) import E2EECore
 import Foundation
 import Logging
-@testable import NotificationFilter
 import Synchronization
+
+@testable import NotificationFilter
 
 /// A controllable clock in milliseconds.
 final class EngineClock: Sendable {
@@ -26,7 +27,12 @@ struct EngineHarness {
     let engine: FilterEngine
     let store: FilterStateStore
 
-    init(policy: FilterPolicy = FilterPolicy(), bobLocked: Bool = false, extraAccounts: [FilterAccount] = [], logger: Logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })) throws {
+    init(
+        policy: FilterPolicy = FilterPolicy(),
+        bobLocked: Bool = false,
+        extraAccounts: [FilterAccount] = [],
+        logger: Logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) throws {
         self.directory = NSTemporaryDirectory() + "e2ee-engine-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
         var bob = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: UInt64(Self.start - 86_400_000))
@@ -37,14 +43,28 @@ struct EngineHarness {
         self.clock = EngineClock(Self.start)
         self.events = InMemoryCallEventSink()
         self.store = try FilterStateStore(path: self.directory + "/state.sqlite", logger: logger)
-        self.reporter = CallKitReporter(configuration: CallProviderConfiguration(), sink: self.events, now: self.clock.closure, logger: logger)
+        self.reporter = CallKitReporter(
+            configuration: CallProviderConfiguration(),
+            sink: self.events,
+            now: self.clock.closure,
+            logger: logger
+        )
         let bobAccount =
             bobLocked
-            ? FilterAccount(lockedName: "bob", deviceKeyIDs: Set(bob.deviceKeys.map(\.keyID)), contacts: ContactBook([self.alice.card()]))
+            ? FilterAccount(
+                lockedName: "bob",
+                deviceKeyIDs: Set(bob.deviceKeys.map(\.keyID)),
+                contacts: ContactBook([self.alice.card()])
+            )
             : FilterAccount(identity: bob, contacts: ContactBook([self.alice.card()]))
         self.engine = try FilterEngine(
-            store: self.store, accounts: [bobAccount] + extraAccounts, policy: policy, reporter: self.reporter,
-            now: self.clock.closure, logger: logger)
+            store: self.store,
+            accounts: [bobAccount] + extraAccounts,
+            policy: policy,
+            reporter: self.reporter,
+            now: self.clock.closure,
+            logger: logger
+        )
     }
 
     /// Seals `content` from `from` (alice by default) to bob's current key (or `to`).
@@ -57,20 +77,39 @@ struct EngineHarness {
     ) throws -> [UInt8] {
         let sender = from ?? self.alice
         let message = InnerMessage(
-            messageID: messageID, sentAtMs: UInt64(sentAtMs ?? self.clock.nowMs), senderUserID: sender.userID,
-            senderSigningKeyID: sender.signingKey.publicKey.keyID, content: content)
-        return try PushPayload.seal(message, to: key ?? self.bob.currentDeviceKey.privateKey.publicKey, signingKey: sender.signingKey).body
+            messageID: messageID,
+            sentAtMs: UInt64(sentAtMs ?? self.clock.nowMs),
+            senderUserID: sender.userID,
+            senderSigningKeyID: sender.signingKey.publicKey.keyID,
+            content: content
+        )
+        return try PushPayload.seal(
+            message,
+            to: key ?? self.bob.currentDeviceKey.privateKey.publicKey,
+            signingKey: sender.signingKey
+        ).body
     }
 
     static func invite(_ callID: UUID, timeout: UInt16 = 30, video: Bool = false) -> MessageContent {
-        .callInvite(CallInvite(callID: callID, callerHandle: "alice", displayName: "Alice Example", hasVideo: video, ringTimeoutSeconds: timeout))
+        .callInvite(
+            CallInvite(
+                callID: callID,
+                callerHandle: "alice",
+                displayName: "Alice Example",
+                hasVideo: video,
+                ringTimeoutSeconds: timeout
+            )
+        )
     }
 
     private static let counter = Mutex<Int64>(1_000_000)  // above any seq a test passes by hand
 
     /// Decides one body and returns its decision.
     func decide(_ body: [UInt8]) async throws -> FilterDecision {
-        let seq = Self.counter.withLock { $0 += 1; return $0 }
+        let seq = Self.counter.withLock {
+            $0 += 1
+            return $0
+        }
         let outcome = try await self.engine.process([PayloadInput(seq: seq, apnsID: "id-\(seq)", body: body)])
         guard let decision = outcome.decisions.first, outcome.decisions.count == 1 else {
             throw FilterDaemonError("expected one decision, got \(outcome.decisions.count)")
@@ -79,7 +118,10 @@ struct EngineHarness {
     }
 
     func decide(line: String) async throws -> FilterDecision {
-        let seq = Self.counter.withLock { $0 += 1; return $0 }
+        let seq = Self.counter.withLock {
+            $0 += 1
+            return $0
+        }
         let outcome = try await self.engine.process([PayloadInput.parse(line: Array(line.utf8), defaultSeq: seq)])
         return outcome.decisions[0]
     }

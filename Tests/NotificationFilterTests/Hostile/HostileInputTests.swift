@@ -1,7 +1,8 @@
-@_spi(Vectors) @testable import E2EECore
 import Foundation
-@testable import NotificationFilter
 import Testing
+
+@_spi(Vectors) @testable import E2EECore
+@testable import NotificationFilter
 
 /// The hostile-input suite: every malformed, tampered, replayed, stale, oversized or foreign input gets exactly one
 /// decision with its documented reason, and the engine goes on.
@@ -19,10 +20,19 @@ struct HostileInputTests {
 
     /// A body from a hand-made plaintext: `signedPart` signed by `signer` (unless `signature` is given), padded with
     /// `pad` (nil: no padding at all, which must fail to open), sealed to bob's current key.
-    static func handMade(_ h: EngineHarness, signedPart: [UInt8], signer: Identity? = nil, pad: Bool = true, signature: [UInt8]? = nil) throws -> [UInt8] {
+    static func handMade(
+        _ h: EngineHarness,
+        signedPart: [UInt8],
+        signer: Identity? = nil,
+        pad: Bool = true,
+        signature: [UInt8]? = nil
+    ) throws -> [UInt8] {
         let key = h.bob.currentDeviceKey.privateKey.publicKey
         let keyID = key.keyID
-        var context = try HPKE.SenderContext(recipient: key, info: Array("e2ee-push/v1".utf8) + [0, 1, 0, 1] + keyID.bytes)
+        var context = try HPKE.SenderContext(
+            recipient: key,
+            info: Array("e2ee-push/v1".utf8) + [0, 1, 0, 1] + keyID.bytes
+        )
         let header = [UInt8(1), 0, 1] + keyID.bytes + context.encapsulatedKey
         let sig = try signature ?? (signer ?? h.alice).signingKey.signature(for: sigContext + header + signedPart)
         var plaintext = signedPart + sig
@@ -32,10 +42,20 @@ struct HostileInputTests {
             plaintext += [UInt8](repeating: 0, count: 1536 - plaintext.count)  // zeros, no 0x80 marker
         }
         let ct = try context.seal(plaintext, authenticating: header)
-        return Array(("{\"aps\":{\"alert\":{\"title\":\"New message\"},\"mutable-content\":1},\"e2ee\":\"" + Data(header + ct).base64EncodedString() + "\"}").utf8)
+        return Array(
+            ("{\"aps\":{\"alert\":{\"title\":\"New message\"},\"mutable-content\":1},\"e2ee\":\""
+                + Data(header + ct).base64EncodedString() + "\"}").utf8
+        )
     }
 
-    static func signedPart(_ h: EngineHarness, kind: UInt8, fields: [UInt8], user: String = "alice", keyID: KeyID? = nil, sentAt: Int64? = nil) -> [UInt8] {
+    static func signedPart(
+        _ h: EngineHarness,
+        kind: UInt8,
+        fields: [UInt8],
+        user: String = "alice",
+        keyID: KeyID? = nil,
+        sentAt: Int64? = nil
+    ) -> [UInt8] {
         var w = ByteWriter()
         w.u8(kind)
         w.raw(MessageID.random().bytes)
@@ -53,7 +73,10 @@ struct HostileInputTests {
         }
         func bare(_ s: String) -> [UInt8] { Array(s.utf8) }
         func withEnvelope(_ e: [UInt8]) -> [UInt8] {
-            bare("{\"aps\":{\"alert\":{\"title\":\"New message\"},\"mutable-content\":1},\"e2ee\":\"" + Data(e).base64EncodedString() + "\"}")
+            bare(
+                "{\"aps\":{\"alert\":{\"title\":\"New message\"},\"mutable-content\":1},\"e2ee\":\""
+                    + Data(e).base64EncodedString() + "\"}"
+            )
         }
         let good = try text()
         let envelope = try PushPayload.envelope(fromBody: good).serialized
@@ -74,14 +97,26 @@ struct HostileInputTests {
         }
         let replayed = try text("once")
         let forgedMessage = InnerMessage(
-            messageID: .random(), sentAtMs: UInt64(h.clock.nowMs), senderUserID: "alice",
-            senderSigningKeyID: h.alice.signingKey.publicKey.keyID, content: .text(TextMessage(threadID: "", title: "", body: "forged")))
+            messageID: .random(),
+            sentAtMs: UInt64(h.clock.nowMs),
+            senderUserID: "alice",
+            senderSigningKeyID: h.alice.signingKey.publicKey.keyID,
+            content: .text(TextMessage(threadID: "", title: "", body: "forged"))
+        )
         let forged = try PushPayload.sealUnchecked(
-            forgedMessage, to: h.bob.currentDeviceKey.privateKey.publicKey, recipientKeyID: h.bob.currentDeviceKey.keyID,
-            signingKey: h.mallory.signingKey, ephemeral: .generate()).body
+            forgedMessage,
+            to: h.bob.currentDeviceKey.privateKey.publicKey,
+            recipientKeyID: h.bob.currentDeviceKey.keyID,
+            signingKey: h.mallory.signingKey,
+            ephemeral: .generate()
+        ).body
         let relabelled = try PushPayload.sealUnchecked(
-            forgedMessage, to: h.mallory.currentDeviceKey.privateKey.publicKey, recipientKeyID: h.bob.currentDeviceKey.keyID,
-            signingKey: h.alice.signingKey, ephemeral: .generate()).body
+            forgedMessage,
+            to: h.mallory.currentDeviceKey.privateKey.publicKey,
+            recipientKeyID: h.bob.currentDeviceKey.keyID,
+            signingKey: h.alice.signingKey,
+            ephemeral: .generate()
+        ).body
         let textFields: [UInt8] = [1, 0x41, 1, 0x42, 0, 1, 0x43]
 
         var cases: [Case] = [
@@ -93,61 +128,302 @@ struct HostileInputTests {
             Case(name: "JSON string", line: bare("\"e2ee\""), decision: .fallback, reason: "malformed-input"),
             Case(name: "broken JSON", line: bare("{\"aps\":{"), decision: .fallback, reason: "malformed-input"),
             Case(name: "empty object", line: bare("{}"), decision: .fallback, reason: "malformed-input"),
-            Case(name: "request line, body of wrong type", line: bare("{\"device_token\":\"ab\",\"body\":5}"), decision: .fallback, reason: "malformed-input"),
-            Case(name: "spool record, bad body_base64", line: bare("{\"apns_id\":\"x\",\"body_base64\":\"!!\"}"), decision: .fallback, reason: "malformed-input"),
-            Case(name: "invalid UTF-8", line: [0x7B, 0xFF, 0xFE, 0x7D], decision: .fallback, reason: "malformed-input"),
-            Case(name: "deep nesting", line: Array(repeating: UInt8(ascii: "["), count: 10_000) + Array(repeating: UInt8(ascii: "]"), count: 10_000), decision: .fallback, reason: "malformed-input"),
-            Case(name: "request line, body not JSON", line: bare("{\"body\":\"not json\"}"), decision: .fallback, reason: "malformed-envelope"),
-            Case(name: "foreign payload (no e2ee key)", line: bare("{\"aps\":{\"alert\":\"hi\"}}"), decision: .fallback, reason: "foreign-payload"),
-            Case(name: "e2ee is a number", line: bare("{\"aps\":{},\"e2ee\":12345}"), decision: .fallback, reason: "malformed-envelope"),
-            Case(name: "e2ee is null", line: bare("{\"aps\":{},\"e2ee\":null}"), decision: .fallback, reason: "malformed-envelope"),
-            Case(name: "huge number beside e2ee", line: bare("{\"aps\":1e999999,\"e2ee\":\"AQAB\"}"), decision: .fallback, reason: "malformed-envelope"),
-            Case(name: "e2ee empty", line: bare("{\"aps\":{},\"e2ee\":\"\"}"), decision: .fallback, reason: "malformed-envelope"),
-            Case(name: "bad base64", line: bare("{\"aps\":{},\"e2ee\":\"!!!!\"}"), decision: .fallback, reason: "malformed-envelope"),
-            Case(name: "base64 with whitespace", line: bare("{\"aps\":{},\"e2ee\":\"AQAB AQAB\"}"), decision: .fallback, reason: "malformed-envelope"),
-            Case(name: "body of exactly 4,096 bytes", line: pad(try text("fits"), to: 4096), decision: .alert, reason: "text"),
-            Case(name: "body of 4,097 bytes", line: pad(try text("too big"), to: 4097), decision: .fallback, reason: "too-large"),
-            Case(name: "truncated: version only", line: withEnvelope(Array(envelope.prefix(1))), decision: .fallback, reason: "malformed-envelope"),
-            Case(name: "truncated: after suite", line: withEnvelope(Array(envelope.prefix(3))), decision: .fallback, reason: "malformed-envelope"),
-            Case(name: "truncated: after key id", line: withEnvelope(Array(envelope.prefix(11))), decision: .fallback, reason: "malformed-envelope"),
-            Case(name: "truncated: after enc", line: withEnvelope(Array(envelope.prefix(43))), decision: .fallback, reason: "malformed-envelope"),
-            Case(name: "truncated: inside ciphertext", line: withEnvelope(Array(envelope.prefix(500))), decision: .fallback, reason: "malformed-envelope"),
-            Case(name: "one byte too many", line: withEnvelope(envelope + [0]), decision: .fallback, reason: "malformed-envelope"),
+            Case(
+                name: "request line, body of wrong type",
+                line: bare("{\"device_token\":\"ab\",\"body\":5}"),
+                decision: .fallback,
+                reason: "malformed-input"
+            ),
+            Case(
+                name: "spool record, bad body_base64",
+                line: bare("{\"apns_id\":\"x\",\"body_base64\":\"!!\"}"),
+                decision: .fallback,
+                reason: "malformed-input"
+            ),
+            Case(
+                name: "invalid UTF-8",
+                line: [0x7B, 0xFF, 0xFE, 0x7D],
+                decision: .fallback,
+                reason: "malformed-input"
+            ),
+            Case(
+                name: "deep nesting",
+                line: Array(repeating: UInt8(ascii: "["), count: 10_000)
+                    + Array(repeating: UInt8(ascii: "]"), count: 10_000),
+                decision: .fallback,
+                reason: "malformed-input"
+            ),
+            Case(
+                name: "request line, body not JSON",
+                line: bare("{\"body\":\"not json\"}"),
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            Case(
+                name: "foreign payload (no e2ee key)",
+                line: bare("{\"aps\":{\"alert\":\"hi\"}}"),
+                decision: .fallback,
+                reason: "foreign-payload"
+            ),
+            Case(
+                name: "e2ee is a number",
+                line: bare("{\"aps\":{},\"e2ee\":12345}"),
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            Case(
+                name: "e2ee is null",
+                line: bare("{\"aps\":{},\"e2ee\":null}"),
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            Case(
+                name: "huge number beside e2ee",
+                line: bare("{\"aps\":1e999999,\"e2ee\":\"AQAB\"}"),
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            Case(
+                name: "e2ee empty",
+                line: bare("{\"aps\":{},\"e2ee\":\"\"}"),
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            Case(
+                name: "bad base64",
+                line: bare("{\"aps\":{},\"e2ee\":\"!!!!\"}"),
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            Case(
+                name: "base64 with whitespace",
+                line: bare("{\"aps\":{},\"e2ee\":\"AQAB AQAB\"}"),
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            Case(
+                name: "body of exactly 4,096 bytes",
+                line: pad(try text("fits"), to: 4096),
+                decision: .alert,
+                reason: "text"
+            ),
+            Case(
+                name: "body of 4,097 bytes",
+                line: pad(try text("too big"), to: 4097),
+                decision: .fallback,
+                reason: "too-large"
+            ),
+            Case(
+                name: "truncated: version only",
+                line: withEnvelope(Array(envelope.prefix(1))),
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            Case(
+                name: "truncated: after suite",
+                line: withEnvelope(Array(envelope.prefix(3))),
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            Case(
+                name: "truncated: after key id",
+                line: withEnvelope(Array(envelope.prefix(11))),
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            Case(
+                name: "truncated: after enc",
+                line: withEnvelope(Array(envelope.prefix(43))),
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            Case(
+                name: "truncated: inside ciphertext",
+                line: withEnvelope(Array(envelope.prefix(500))),
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            Case(
+                name: "one byte too many",
+                line: withEnvelope(envelope + [0]),
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
             Case(name: "version altered", line: altered(0, 0x02), decision: .fallback, reason: "unsupported-version"),
             Case(name: "version 0", line: altered(0, 0x01), decision: .fallback, reason: "unsupported-version"),
             Case(name: "suite altered", line: altered(2), decision: .fallback, reason: "unsupported-suite"),
             Case(name: "key id altered", line: altered(5), decision: .fallback, reason: "unknown-recipient-key"),
             Case(name: "enc altered", line: altered(20), decision: .fallback, reason: "open-failed"),
             Case(name: "ciphertext altered", line: altered(43), decision: .fallback, reason: "open-failed"),
-            Case(name: "tag altered", line: altered(envelope.count - 1, 0x80), decision: .fallback, reason: "open-failed"),
-            Case(name: "enc all zero", line: enc(String(repeating: "00", count: 32)), decision: .fallback, reason: "open-failed"),
-            Case(name: "enc = 1 (low order)", line: enc("01" + String(repeating: "00", count: 31)), decision: .fallback, reason: "open-failed"),
-            Case(name: "enc of order 8", line: enc("e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800"), decision: .fallback, reason: "open-failed"),
-            Case(name: "enc = p - 1", line: enc("ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f"), decision: .fallback, reason: "open-failed"),
-            Case(name: "enc = p", line: enc("edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f"), decision: .fallback, reason: "open-failed"),
-            Case(name: "enc = p + 1", line: enc("eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f"), decision: .fallback, reason: "open-failed"),
-            Case(name: "forged signature (another key, alice's key id)", line: forged, decision: .fallback, reason: "bad-signature"),
-            Case(name: "signature of zeros", line: try handMade(h, signedPart: signedPart(h, kind: 3, fields: textFields), signature: [UInt8](repeating: 0, count: 64)), decision: .fallback, reason: "bad-signature"),
-            Case(name: "unknown sender", line: try h.body(.text(TextMessage(threadID: "", title: "", body: "hi")), from: h.mallory), decision: .fallback, reason: "unknown-sender"),
-            Case(name: "valid envelope for another recipient", line: try h.body(.text(TextMessage(threadID: "", title: "", body: "x")), to: h.mallory.currentDeviceKey.privateKey.publicKey), decision: .fallback, reason: "unknown-recipient-key"),
-            Case(name: "sealed to another key, labelled with ours", line: relabelled, decision: .fallback, reason: "open-failed"),
-            Case(name: "no padding marker", line: try handMade(h, signedPart: signedPart(h, kind: 3, fields: textFields), pad: false), decision: .fallback, reason: "open-failed"),
-            Case(name: "inner: invalid UTF-8 title", line: try handMade(h, signedPart: signedPart(h, kind: 3, fields: [1, 0x41, 1, 0xFF, 0, 1, 0x43])), decision: .fallback, reason: "malformed-message"),
-            Case(name: "inner: cancel reason 9", line: try handMade(h, signedPart: signedPart(h, kind: 2, fields: [UInt8](repeating: 7, count: 16) + [9])), decision: .fallback, reason: "malformed-message"),
-            Case(name: "inner: kind 0xFF", line: try handMade(h, signedPart: signedPart(h, kind: 0xFF, fields: [])), decision: .fallback, reason: "malformed-message"),
-            Case(name: "inner: trailing bytes in fields", line: try handMade(h, signedPart: signedPart(h, kind: 3, fields: textFields + [0])), decision: .fallback, reason: "malformed-message"),
-            Case(name: "inner: ring timeout 0", line: try handMade(h, signedPart: signedPart(h, kind: 1, fields: [UInt8](repeating: 1, count: 16) + [1, 0x61, 0, 0, 0, 0, 0, 0])), decision: .fallback, reason: "malformed-message"),
-            Case(name: "send time 1 ms past the clock allowance", line: try text(sentAt: h.clock.nowMs + 30_001), decision: .fallback, reason: "clock"),
-            Case(name: "send time at the clock allowance", line: try text(sentAt: h.clock.nowMs + 30_000), decision: .alert, reason: "text"),
-            Case(name: "send time at the retention limit", line: try text(sentAt: h.clock.nowMs - 48 * 3_600_000), decision: .alert, reason: "text"),
-            Case(name: "send time 1 ms before the retention limit", line: try text(sentAt: h.clock.nowMs - 48 * 3_600_000 - 1), decision: .fallback, reason: "stale"),
+            Case(
+                name: "tag altered",
+                line: altered(envelope.count - 1, 0x80),
+                decision: .fallback,
+                reason: "open-failed"
+            ),
+            Case(
+                name: "enc all zero",
+                line: enc(String(repeating: "00", count: 32)),
+                decision: .fallback,
+                reason: "open-failed"
+            ),
+            Case(
+                name: "enc = 1 (low order)",
+                line: enc("01" + String(repeating: "00", count: 31)),
+                decision: .fallback,
+                reason: "open-failed"
+            ),
+            Case(
+                name: "enc of order 8",
+                line: enc("e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800"),
+                decision: .fallback,
+                reason: "open-failed"
+            ),
+            Case(
+                name: "enc = p - 1",
+                line: enc("ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f"),
+                decision: .fallback,
+                reason: "open-failed"
+            ),
+            Case(
+                name: "enc = p",
+                line: enc("edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f"),
+                decision: .fallback,
+                reason: "open-failed"
+            ),
+            Case(
+                name: "enc = p + 1",
+                line: enc("eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f"),
+                decision: .fallback,
+                reason: "open-failed"
+            ),
+            Case(
+                name: "forged signature (another key, alice's key id)",
+                line: forged,
+                decision: .fallback,
+                reason: "bad-signature"
+            ),
+            Case(
+                name: "signature of zeros",
+                line: try handMade(
+                    h,
+                    signedPart: signedPart(h, kind: 3, fields: textFields),
+                    signature: [UInt8](repeating: 0, count: 64)
+                ),
+                decision: .fallback,
+                reason: "bad-signature"
+            ),
+            Case(
+                name: "unknown sender",
+                line: try h.body(.text(TextMessage(threadID: "", title: "", body: "hi")), from: h.mallory),
+                decision: .fallback,
+                reason: "unknown-sender"
+            ),
+            Case(
+                name: "valid envelope for another recipient",
+                line: try h.body(
+                    .text(TextMessage(threadID: "", title: "", body: "x")),
+                    to: h.mallory.currentDeviceKey.privateKey.publicKey
+                ),
+                decision: .fallback,
+                reason: "unknown-recipient-key"
+            ),
+            Case(
+                name: "sealed to another key, labelled with ours",
+                line: relabelled,
+                decision: .fallback,
+                reason: "open-failed"
+            ),
+            Case(
+                name: "no padding marker",
+                line: try handMade(h, signedPart: signedPart(h, kind: 3, fields: textFields), pad: false),
+                decision: .fallback,
+                reason: "open-failed"
+            ),
+            Case(
+                name: "inner: invalid UTF-8 title",
+                line: try handMade(h, signedPart: signedPart(h, kind: 3, fields: [1, 0x41, 1, 0xFF, 0, 1, 0x43])),
+                decision: .fallback,
+                reason: "malformed-message"
+            ),
+            Case(
+                name: "inner: cancel reason 9",
+                line: try handMade(
+                    h,
+                    signedPart: signedPart(h, kind: 2, fields: [UInt8](repeating: 7, count: 16) + [9])
+                ),
+                decision: .fallback,
+                reason: "malformed-message"
+            ),
+            Case(
+                name: "inner: kind 0xFF",
+                line: try handMade(h, signedPart: signedPart(h, kind: 0xFF, fields: [])),
+                decision: .fallback,
+                reason: "malformed-message"
+            ),
+            Case(
+                name: "inner: trailing bytes in fields",
+                line: try handMade(h, signedPart: signedPart(h, kind: 3, fields: textFields + [0])),
+                decision: .fallback,
+                reason: "malformed-message"
+            ),
+            Case(
+                name: "inner: ring timeout 0",
+                line: try handMade(
+                    h,
+                    signedPart: signedPart(
+                        h,
+                        kind: 1,
+                        fields: [UInt8](repeating: 1, count: 16) + [1, 0x61, 0, 0, 0, 0, 0, 0]
+                    )
+                ),
+                decision: .fallback,
+                reason: "malformed-message"
+            ),
+            Case(
+                name: "send time 1 ms past the clock allowance",
+                line: try text(sentAt: h.clock.nowMs + 30_001),
+                decision: .fallback,
+                reason: "clock"
+            ),
+            Case(
+                name: "send time at the clock allowance",
+                line: try text(sentAt: h.clock.nowMs + 30_000),
+                decision: .alert,
+                reason: "text"
+            ),
+            Case(
+                name: "send time at the retention limit",
+                line: try text(sentAt: h.clock.nowMs - 48 * 3_600_000),
+                decision: .alert,
+                reason: "text"
+            ),
+            Case(
+                name: "send time 1 ms before the retention limit",
+                line: try text(sentAt: h.clock.nowMs - 48 * 3_600_000 - 1),
+                decision: .fallback,
+                reason: "stale"
+            ),
             Case(name: "send time 0 (1970)", line: try text(sentAt: 0), decision: .fallback, reason: "stale"),
-            Case(name: "unknown kind 0x90", line: try h.body(.unknown(kind: MessageKind(rawValue: 0x90), fields: [1, 2])), decision: .silence, reason: "unknown-kind"),
-            Case(name: "extra keys, other order, whitespace", line: bare("{ \"x\" : [1,2,{}], \"e2ee\" : \"" + Data(envelope).base64EncodedString() + "\" , \"aps\":{} }"), decision: .alert, reason: "text"),
+            Case(
+                name: "unknown kind 0x90",
+                line: try h.body(.unknown(kind: MessageKind(rawValue: 0x90), fields: [1, 2])),
+                decision: .silence,
+                reason: "unknown-kind"
+            ),
+            Case(
+                name: "extra keys, other order, whitespace",
+                line: bare(
+                    "{ \"x\" : [1,2,{}], \"e2ee\" : \"" + Data(envelope).base64EncodedString() + "\" , \"aps\":{} }"
+                ),
+                decision: .alert,
+                reason: "text"
+            ),
             Case(name: "first delivery of a push", line: replayed, decision: .alert, reason: "text"),
             Case(name: "the same push replayed", line: replayed, decision: .silence, reason: "replay"),
         ]
-        cases.append(Case(name: "the good push itself", line: good, decision: .silence, reason: "replay"))  // extra-keys case opened it first
+        // The extra-keys case above opened the same envelope first.
+        cases.append(Case(name: "the good push itself", line: good, decision: .silence, reason: "replay"))
         return cases
     }
 
@@ -175,14 +451,18 @@ struct HostileInputTests {
         #expect(decided == cases.count)
         #expect(await h.reporter.violations == 0)
         // Still up: a fresh good payload is decided normally.
-        #expect(try await h.decide(h.body(.text(TextMessage(threadID: "", title: "", body: "after")))).decision == .alert)
+        #expect(
+            try await h.decide(h.body(.text(TextMessage(threadID: "", title: "", body: "after")))).decision == .alert
+        )
     }
 
     @Test("a whole hostile batch in one transaction still yields one decision per input, in order")
     func batch() async throws {
         let h = try EngineHarness()
         let cases = try Self.cases(h)
-        let inputs = cases.enumerated().map { PayloadInput.parse(line: $0.element.line, defaultSeq: Int64($0.offset + 1)) }
+        let inputs = cases.enumerated().map {
+            PayloadInput.parse(line: $0.element.line, defaultSeq: Int64($0.offset + 1))
+        }
         let outcome = try await h.engine.process(inputs)
         #expect(outcome.decisions.map(\.seq) == (1...Int64(cases.count)).map { $0 })
     }
@@ -190,13 +470,17 @@ struct HostileInputTests {
     @Test("fuzz regressions in Fixtures/fuzz-regressions each get one decision")
     func fuzzRegressions() async throws {
         let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/fuzz-regressions").path
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/fuzz-regressions")
+            .path
         let names = try FileManager.default.contentsOfDirectory(atPath: folder).sorted()
         #expect(names.contains("README.txt"), "missing Fixtures/fuzz-regressions")
         let h = try EngineHarness()
         for (i, name) in names.enumerated() {
             let data = try #require(FileManager.default.contents(atPath: folder + "/" + name))
-            let outcome = try await h.engine.process([PayloadInput.parse(line: Array(data), defaultSeq: Int64(i + 1))], deduplicateBySeq: false)
+            let outcome = try await h.engine.process(
+                [PayloadInput.parse(line: Array(data), defaultSeq: Int64(i + 1))],
+                deduplicateBySeq: false
+            )
             #expect(outcome.decisions.count == 1, "\(name)")
         }
     }

@@ -26,18 +26,33 @@ struct UniformityTests {
             case 0:
                 content = .callInvite(
                     CallInvite(
-                        callID: UUID(), callerHandle: "alice", displayName: String(repeating: "A", count: Int.random(in: 0...64, using: &rng)),
-                        hasVideo: i % 8 == 0, ringTimeoutSeconds: UInt16.random(in: 10...120, using: &rng),
-                        groupParticipants: (0..<Int.random(in: 0...4, using: &rng)).map { "p\($0)" }))
+                        callID: UUID(),
+                        callerHandle: "alice",
+                        displayName: String(repeating: "A", count: Int.random(in: 0...64, using: &rng)),
+                        hasVideo: i % 8 == 0,
+                        ringTimeoutSeconds: UInt16.random(in: 10...120, using: &rng),
+                        groupParticipants: (0..<Int.random(in: 0...4, using: &rng)).map { "p\($0)" }
+                    )
+                )
             case 1:
-                content = .callCancel(CallCancel(callID: UUID(), reason: CallCancelReason.allCases.randomElement(using: &rng)!))
+                content = .callCancel(
+                    CallCancel(callID: UUID(), reason: CallCancelReason.allCases.randomElement(using: &rng)!)
+                )
             case 2:
-                content = .receipt(Receipt(messageIDs: (0..<Int.random(in: 1...20, using: &rng)).map { _ in MessageID.random() }))
+                content = .receipt(
+                    Receipt(messageIDs: (0..<Int.random(in: 1...20, using: &rng)).map { _ in MessageID.random() })
+                )
             default:
                 content = .text(
                     TextMessage(
-                        threadID: "thread-\(i)", title: String(repeating: "t", count: Int.random(in: 0...40, using: &rng)),
-                        body: String(repeating: "é", count: Int.random(in: 0...(Self.documentedTextBody / 2), using: &rng))))
+                        threadID: "thread-\(i)",
+                        title: String(repeating: "t", count: Int.random(in: 0...40, using: &rng)),
+                        body: String(
+                            repeating: "é",
+                            count: Int.random(in: 0...(Self.documentedTextBody / 2), using: &rng)
+                        )
+                    )
+                )
             }
             kinds.append(content.kind.description)
             requests.append(try builder.build(content, to: card).request)
@@ -59,7 +74,8 @@ struct UniformityTests {
                 headerSets.first == [
                     "apns-push-type": "alert", "apns-priority": "10", "apns-expiration": "0",
                     "apns-topic": GatewayHarness.topic,
-                ])
+                ]
+            )
             #expect(records.allSatisfy { $0.headers["apns-collapse-id"] == nil })
             #expect(Set(records.map(\.apnsID)).count == 1000)
 
@@ -89,20 +105,33 @@ struct UniformityTests {
         let bob = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: 1)
         let card = bob.card(push: .init(deviceToken: GatewayHarness.deviceToken, topic: "t"))
         let builder = PushBuilder(identity: alice, topic: "t")
-        let large = try builder.build(.text(TextMessage(threadID: "", title: "", body: String(repeating: "x", count: 2000))), to: card)
+        let large = try builder.build(
+            .text(TextMessage(threadID: "", title: "", body: String(repeating: "x", count: 2000))),
+            to: card
+        )
         #expect(large.request.body.utf8.count == 4093)
         #expect(large.bucket == 2932)
         #expect(throws: SenderError(.tooLarge, "")) {
-            try builder.build(.text(TextMessage(threadID: "", title: "", body: String(repeating: "x", count: 3000))), to: card)
+            try builder.build(
+                .text(TextMessage(threadID: "", title: "", body: String(repeating: "x", count: 3000))),
+                to: card
+            )
         }
     }
 
-    @Test("bad device tokens are refused before anything is sealed", arguments: ["", "abc", "zz" + String(repeating: "a", count: 62), String(repeating: "a", count: 63)])
+    @Test(
+        "bad device tokens are refused before anything is sealed",
+        arguments: ["", "abc", "zz" + String(repeating: "a", count: 62), String(repeating: "a", count: 63)]
+    )
     func badTokens(token: String) throws {
         let alice = try Identity.generate(userID: "alice", displayName: "Alice", nowMs: 1)
         let bob = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: 1)
         #expect(throws: SenderError(.badDeviceToken, "")) {
-            try PushBuilder(identity: alice, topic: "t").build(.text(TextMessage(threadID: "", title: "", body: "x")), to: bob.card(), deviceToken: token)
+            try PushBuilder(identity: alice, topic: "t").build(
+                .text(TextMessage(threadID: "", title: "", body: "x")),
+                to: bob.card(),
+                deviceToken: token
+            )
         }
     }
 }
