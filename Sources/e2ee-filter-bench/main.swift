@@ -33,7 +33,7 @@ let bobKey = bob.currentDeviceKey.privateKey.publicKey
 func makeBodies(_ n: Int) throws -> [[UInt8]] {
     try (0..<n).map { i in
         let content: MessageContent =
-            switch i % 4 {
+            switch ProcessInfo.processInfo.environment["BENCH_MIX"] == "texts" ? 0 : i % 4 {
             case 0: .text(TextMessage(threadID: "t", title: "Hi", body: String(repeating: "x", count: 200)))
             case 1: .receipt(Receipt(messageIDs: [.random()]))
             case 2: .callCancel(CallCancel(callID: UUID(), reason: .remoteEnded))

@@ -1,3 +1,0 @@
-import Testing
-
-@Test func placeholderSenderTests() { #expect(1 + 1 == 2) }
