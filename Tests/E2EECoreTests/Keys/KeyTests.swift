@@ -43,6 +43,11 @@ struct KeyTests {
         let identity = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: 1)
         try identity.save(path: path, passphrase: SecureBytes(copying: Array("correct horse".utf8)), cost: .minimum)
         #expect(try Identity.isLocked(path: path))
+        // The default cost fits the filter's 24 MB budget: opslimit 5, memlimit 8 MiB, stored after the magic.
+        try identity.save(path: dir + "/default", passphrase: SecureBytes(copying: Array("x".utf8)))
+        let header = try #require(FileManager.default.contents(atPath: dir + "/default")).prefix(25)
+        #expect(Array(header[9..<17]) == [0, 0, 0, 0, 0, 0, 0, 5])
+        #expect(Array(header[17..<25]) == [0, 0, 0, 0, 0, 0x80, 0, 0])
         #expect(throws: E2EEError(.locked, "")) { try Identity.load(path: path) }
         #expect(throws: E2EEError(.locked, "")) {
             try Identity.load(path: path, passphrase: SecureBytes(copying: Array("wrong".utf8)))
