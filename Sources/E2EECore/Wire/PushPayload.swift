@@ -199,7 +199,8 @@ public enum PushPayload: Sendable {
             recipient: key,
             info: WireProtocol.hpkeInfo(recipientKeyID: envelope.recipientKeyID)
         )
-        let padded = try context.open(envelope.ciphertext, authenticating: envelope.header)
+        let header = envelope.header  // built once: the AEAD's aad and part of the signed bytes
+        let padded = try context.open(envelope.ciphertext, authenticating: header)
         var plaintext: [UInt8] = try padded.withUnsafeBytes { (p: UnsafeRawBufferPointer) throws(E2EEError) in
             guard let length = Primitives.unpaddedLength(p, blockSize: p.count) else { throw E2EEError.openFailed() }
             return Array(p[0..<length])
@@ -212,7 +213,7 @@ public enum PushPayload: Sendable {
                 "the sender \"\(message.senderUserID)\" with signing key \(message.senderSigningKeyID) is not in the contacts"
             )
         }
-        guard publicKey.isValidSignature(signature, for: WireProtocol.signatureContext + envelope.header + signedPart)
+        guard publicKey.isValidSignature(signature, for: WireProtocol.signatureContext + header + signedPart)
         else {
             throw E2EEError(.badSignature, "the sender's signature does not verify: the message was forged or altered")
         }
