@@ -15,7 +15,7 @@ bench:
 	swift run -c release e2ee-bench
 
 asan:
-	swift test --sanitize=address --scratch-path .build-asan
+	ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-asan
 
 tsan:
 	swift test --sanitize=thread --scratch-path .build-tsan

@@ -68,8 +68,17 @@ struct APNsClientConnectionChangeTests {
     func streamLimitDrop() async throws {
         let faults = FaultInjection(streamLimitDrop: .init(afterStreams: 20, maxConcurrentStreams: 4))
         try await GatewayHarness.with(faults: faults) { gateway in
-            // Pushes queued behind the lowered limit wait inside the per-stream deadline: keep it generous.
-            let client = try gateway.makeClient(window: 16, streamTimeout: .seconds(120))
+            // Pushes queued behind the lowered limit wait inside the per-stream deadline: keep it generous. A stream
+            // the client opened before it saw the lowered SETTINGS is refused (REFUSED_STREAM: never processed); how
+            // many depends on timing, so the client runs with a retry policy, as a provider would, and every push
+            // must still end 200 on the same connection.
+            let retry = try RetryPolicy(
+                maxAttempts: 5,
+                initialDelay: .milliseconds(10),
+                maxDelay: .milliseconds(200),
+                jitter: 0
+            )
+            let client = try gateway.makeClient(window: 16, streamTimeout: .seconds(120), retryPolicy: retry)
             let results = await client.send((0..<80).map { _ in GatewayHarness.push() })
             #expect(results.filter { $0.status == 200 }.count == 80)
             #expect(gateway.sink.records.count == 80)
