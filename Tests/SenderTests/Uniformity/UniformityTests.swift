@@ -59,7 +59,8 @@ struct UniformityTests {
         }
 
         try await GatewayHarness.with { gateway in
-            let client = try gateway.makeClient(window: 100)
+            // Generous deadlines: this test also runs under ThreadSanitizer, several times slower.
+            let client = try gateway.makeClient(window: 100, streamTimeout: .seconds(300))
             let results = await client.send(requests)
             #expect(results.count == 1000)
             #expect(results.allSatisfy { $0.status == 200 }, "\(results.filter { $0.status != 200 }.prefix(3))")
