@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 public import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOSSL
@@ -24,7 +25,7 @@ public final class APNsClient: Sendable {
     let logger: Logger
     /// Always `POST` in production; the internal initializer lets tests provoke APNs' 405 answer end to end.
     let method: HTTPMethod
-    private let state: Mutex<State>
+    private let state: NIOLockedValueBox<State>  // a pthread mutex: visible to ThreadSanitizer
     private let counters: ConnectionCounters
 
     private struct State {
@@ -49,7 +50,7 @@ public final class APNsClient: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.window = InFlightWindow(size: configuration.window)
-        self.state = Mutex(State())
+        self.state = NIOLockedValueBox(State())
         // The configuration's initializer already validated the refresh interval, so this cannot throw.
         self.tokens = try! APNsProviderTokenManager(
             keyID: configuration.keyID,
@@ -124,7 +125,7 @@ public final class APNsClient: Sendable {
         guard !requests.isEmpty else { return [] }
         var results = [APNsResult?](repeating: nil, count: requests.count)
         var start = 0
-        if !self.state.withLock({ $0.tokenConfirmed }) {
+        if !self.state.withLockedValue({ $0.tokenConfirmed }) {
             results[0] = await self.deliver(requests[0])
             start = 1
         }
@@ -153,7 +154,7 @@ public final class APNsClient: Sendable {
 
     /// Closes the connection; later sends return the local outcome `clientShutdown`.
     public func shutdown() async {
-        let wasShutDown = self.state.withLock { state in
+        let wasShutDown = self.state.withLockedValue { state in
             defer { state.isShutDown = true }
             return state.isShutDown
         }
@@ -165,10 +166,10 @@ public final class APNsClient: Sendable {
         }
     }
 
-    var isShutDown: Bool { self.state.withLock { $0.isShutDown } }
+    var isShutDown: Bool { self.state.withLockedValue { $0.isShutDown } }
 
     func markTokenConfirmed() {
-        self.state.withLock { $0.tokenConfirmed = true }
+        self.state.withLockedValue { $0.tokenConfirmed = true }
     }
 
     static func timeAmount(_ duration: Duration) -> TimeAmount {
