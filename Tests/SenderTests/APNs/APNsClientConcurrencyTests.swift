@@ -109,8 +109,14 @@ struct APNsClientConnectionChangeTests {
             )
             #expect(delivered.count >= 30)
             #expect(client.connectionsOpened.http2 >= 2)
-            // A later push goes out on a fresh connection.
-            #expect(await client.send(GatewayHarness.push()).status == 200)
+            // A later push goes out on a fresh connection. Every connection is sent GOAWAY after 30 streams, so the
+            // connection this push lands on may itself be closing when the batch ended on a multiple of 30: allow
+            // it to fail as a connection error at most twice before it goes out on a new one.
+            var later: [Int?] = []
+            for _ in 0..<3 where later.last != 200 {
+                later.append(await client.send(GatewayHarness.push()).status)
+            }
+            #expect(later.last == 200, "\(later)")
         }
     }
 }
