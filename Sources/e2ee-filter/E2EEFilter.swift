@@ -212,7 +212,7 @@ struct Once: AsyncParsableCommand {
                 [PayloadInput.parse(line: line, defaultSeq: 1)],
                 deduplicateBySeq: false
             )
-            for decision in outcome.decisions { print(decision.jsonLine()) }
+            for line in outcome.lines { print(line) }
             if outcome.decisions.isEmpty && outcome.keptWhileLocked > 0 {
                 // Keys are locked: the payload is kept for `run` to decide after unlock; show the generic alert.
                 var decision = FilterDecision(seq: 1, apnsID: nil, decision: .fallback, reason: "locked")

@@ -99,7 +99,7 @@ public enum FilterApp: Sendable {
             unlock: { name in
                 guard let account = accountOptions.first(where: { $0.0 == name })?.1,
                     let file = account.passphraseFile,
-                    let passphrase = try? readPassphrase(file)
+                    let passphrase = try? SecretFile.readPassphrase(path: file)
                 else { return nil }
                 return try? Identity.load(path: account.identity, passphrase: passphrase)
             },
@@ -112,7 +112,7 @@ public enum FilterApp: Sendable {
     static func loadAccount(_ options: FilterAppOptions.Account) throws -> FilterAccount {
         let contacts = try self.loadContacts(folder: options.contacts)
         if try Identity.isLocked(path: options.identity) {
-            if let file = options.passphraseFile, let passphrase = try? readPassphrase(file) {
+            if let file = options.passphraseFile, let passphrase = try? SecretFile.readPassphrase(path: file) {
                 let identity = try Identity.load(path: options.identity, passphrase: passphrase)
                 return FilterAccount(name: options.name, identity: identity, contacts: contacts)
             }
@@ -147,9 +147,5 @@ public enum FilterApp: Sendable {
             book.add(try ContactCard.load(path: folder + "/" + name))
         }
         return book
-    }
-
-    static func readPassphrase(_ path: String) throws -> SecureBytes {
-        try SecretFile.readPassphrase(path: path)
     }
 }

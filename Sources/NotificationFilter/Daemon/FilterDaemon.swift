@@ -143,7 +143,7 @@ public final class FilterDaemon: Service, Sendable {
                     spool: spoolPath.map { ($0, lines.last!.endOffset) },
                     deduplicateBySeq: spoolPath != nil
                 )
-                try output.write(outcome.decisions.map { $0.jsonLine() })
+                try output.write(outcome.lines)
                 if outcome.showLockedAlert { try self.lockedAlert(count: outcome.keptWhileLocked) }
                 if Task.isCancelled || Task.isShuttingDownGracefully { break }
             }

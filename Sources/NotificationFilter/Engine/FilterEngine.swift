@@ -71,6 +71,8 @@ public actor FilterEngine {
     public struct Outcome: Sendable {
         /// Decisions, in input order, durably committed.
         public var decisions: [FilterDecision] = []
+        /// The same decisions as JSON lines, encoded once (the decision log stores the same bytes).
+        public var lines: [String] = []
         /// Payloads kept because keys are locked (decided after unlock).
         public var keptWhileLocked = 0
         /// True once per locked period: show the one generic "locked" alert.
@@ -120,8 +122,10 @@ public actor FilterEngine {
 
         // Decrypt and verify outside the transaction (pure work), then decide with state inside it.
         let opened = await self.openAll(inputs, nowMs: nowMs)
-        let (decisions, actions) = try self.store.transaction { tx -> ([FilterDecision], [PostCommit]) in
+        let (decisions, lines, actions) = try self.store.transaction {
+            tx -> ([FilterDecision], [String], [PostCommit]) in
             var decisions: [FilterDecision] = []
+            var lines: [String] = []
             var actions: [PostCommit] = []
             for (input, result) in zip(inputs, opened) {
                 if deduplicateBySeq, try tx.decision(forSeq: input.seq) != nil {
@@ -131,13 +135,15 @@ public actor FilterEngine {
                 var decision = try self.decide(input, result, nowMs: nowMs, tx: tx, actions: &actions)
                 decision.seq = input.seq
                 decision.apnsID = input.apnsID
-                if deduplicateBySeq { _ = try tx.recordDecision(seq: input.seq, line: decision.jsonLine()) }
+                let line = decision.jsonLine()
+                if deduplicateBySeq { _ = try tx.recordDecision(seq: input.seq, line: line) }
                 decisions.append(decision)
+                lines.append(line)
             }
             if let spool, let last = inputs.last {
                 try tx.setSpoolProgress(path: spool.path, SpoolProgress(byteOffset: spool.offset, lastSeq: last.seq))
             }
-            return (decisions, actions)
+            return (decisions, lines, actions)
         }
         for decision in decisions {
             self.logger.debug(
@@ -149,6 +155,7 @@ public actor FilterEngine {
         }
         await self.perform(actions)
         outcome.decisions = decisions
+        outcome.lines = lines
         return outcome
     }
 
