@@ -37,6 +37,16 @@ public struct InnerMessage: Sendable, Hashable {
 
     // MARK: encoding
 
+    /// The length of the signed inner message (signed part + signature) before padding: what must fit a padding
+    /// bucket (docs/PROTOCOL.md §6). A sender uses it to say what is too large and by how much.
+    ///
+    /// - Throws: `.invalidArgument` or `.tooLarge` when the message cannot be encoded at all.
+    public func encodedLength() throws(E2EEError) -> Int {
+        var signedPart = try self.encodeSignedPart()
+        defer { secureWipe(&signedPart) }
+        return signedPart.count + Primitives.ed25519SignatureLength
+    }
+
     /// The signed part: kind || message_id || sent_at_ms || sender_user_id (str8) || signing_key_id ||
     /// fields_length (u16) || fields.
     func encodeSignedPart() throws(E2EEError) -> [UInt8] {

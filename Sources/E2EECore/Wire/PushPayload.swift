@@ -92,7 +92,7 @@ public enum PushPayload: Sendable {
         guard let bucket = WireProtocol.paddingBuckets.first(where: { plaintext.count < $0 }) else {
             throw E2EEError(
                 .tooLarge,
-                "the message is \(plaintext.count) bytes once signed; the largest that fits APNs' 4,096-byte limit is \(WireProtocol.paddingBuckets.last! - 1): shorten the text"
+                "the message is \(plaintext.count) bytes once signed; the largest that fits APNs' 4,096-byte limit is \(WireProtocol.paddingBuckets.last! - 1) bytes"
             )
         }
         var padded = try Primitives.pad(plaintext, blockSize: bucket)

@@ -21,12 +21,22 @@ public struct BuiltPush: Sendable {
 /// fetches what it missed from its own server. A per-kind policy would tell APNs which pushes are calls.
 public struct PushBuilder: Sendable {
     public let identity: Identity
-    /// The app's bundle id (`apns-topic`).
-    public let topic: String
+    /// The app's bundle id (`apns-topic`) for every push, overriding the recipient card's `push.topic`; `nil`
+    /// takes each card's topic.
+    public let topic: String?
     /// The wall clock, in milliseconds since the epoch, for the signed send time.
     public let nowMs: @Sendable () -> UInt64
 
-    public init(identity: Identity, topic: String, nowMs: @escaping @Sendable () -> UInt64 = PushBuilder.systemNowMs) {
+    /// - Parameters:
+    ///   - identity: the sender.
+    ///   - topic: an `apns-topic` for every push (`--topic`); `nil` (the default) uses the recipient card's
+    ///     `push.topic`, which is the bundle id the device registered its token for.
+    ///   - nowMs: the clock for the signed send time.
+    public init(
+        identity: Identity,
+        topic: String? = nil,
+        nowMs: @escaping @Sendable () -> UInt64 = PushBuilder.systemNowMs
+    ) {
         self.identity = identity
         self.topic = topic
         self.nowMs = nowMs
@@ -47,15 +57,18 @@ public struct PushBuilder: Sendable {
     }
 
     /// Checks a device token: hex digits, an even count, 16 to 200 of them (32 bytes in practice; Apple says not to
-    /// assume a length).
+    /// assume a length). The error names the rule the token breaks.
     public static func validateDeviceToken(_ token: String) throws(SenderError) -> String {
         let lower = token.lowercased()
-        guard (16...200).contains(lower.utf8.count), lower.utf8.count % 2 == 0, Hex.decode(lower) != nil else {
-            throw SenderError(
-                .badDeviceToken,
-                "the device token must be an even number of hex digits (64 for a 32-byte APNs token), got \(token.utf8.count) characters"
-            )
+        let count = lower.utf8.count
+        let rule = "an APNs device token is 16 to 200 hex digits, an even count (64 for today's 32-byte tokens)"
+        if let bad = lower.unicodeScalars.firstIndex(where: { !"0123456789abcdef".unicodeScalars.contains($0) }) {
+            let position = lower.unicodeScalars.distance(from: lower.unicodeScalars.startIndex, to: bad) + 1
+            throw SenderError(.badDeviceToken, "\(rule); character \(position) is not a hex digit")
         }
+        guard count >= 16 else { throw SenderError(.badDeviceToken, "\(rule); got only \(count) digits") }
+        guard count <= 200 else { throw SenderError(.badDeviceToken, "\(rule); got \(count) digits") }
+        guard count % 2 == 0 else { throw SenderError(.badDeviceToken, "\(rule); got an odd count (\(count))") }
         return lower
     }
 
@@ -69,14 +82,16 @@ public struct PushBuilder: Sendable {
     ///   - sentAtMs: for tests and demos: the signed send time, in milliseconds since the epoch; a receiver judges
     ///     staleness from it. `nil` (the default) signs the builder's clock (``nowMs``).
     /// - Returns: the request to send and what it carries.
-    /// - Throws: `SenderError` with `.unknownRecipient` (no current key or no token), `.badDeviceToken`,
-    ///   `.tooLarge` or `.usage` (a field out of range).
+    ///   - topic: the `apns-topic` of this push; default: the builder's ``topic``, then the card's `push.topic`.
+    /// - Throws: `SenderError` with `.unknownRecipient` (no current key, no token or no topic), `.badDeviceToken`,
+    ///   `.tooLarge` (saying what is too large for that kind) or `.usage` (a field out of range).
     public func build(
         _ content: MessageContent,
         to card: ContactCard,
         deviceToken: String? = nil,
         messageID: MessageID = .random(),
-        sentAtMs: UInt64? = nil
+        sentAtMs: UInt64? = nil,
+        topic: String? = nil
     ) throws(SenderError) -> BuiltPush {
         guard let token = deviceToken ?? card.push?.deviceToken else {
             throw SenderError(
@@ -85,6 +100,12 @@ public struct PushBuilder: Sendable {
             )
         }
         let validToken = try Self.validateDeviceToken(token)
+        guard let topic = topic ?? self.topic ?? card.push?.topic, !topic.isEmpty else {
+            throw SenderError(
+                .unknownRecipient,
+                "no APNs topic for \(card.userID): pass --topic BUNDLE_ID or use a card with \"push\".\"topic\""
+            )
+        }
         guard let key = card.currentDeviceKey else {
             throw SenderError(.unknownRecipient, "the card of \(card.userID) has no current device key")
         }
@@ -99,13 +120,49 @@ public struct PushBuilder: Sendable {
         do {
             sealed = try PushPayload.seal(message, to: key.publicKey, signingKey: self.identity.signingKey)
         } catch {
+            if error.code == .tooLarge { throw Self.tooLarge(message) }
             throw SenderError(error, context: "cannot seal the \(content.kind) for \(card.userID)")
         }
         let request = APNsRequest(
             deviceToken: validToken,
-            headers: Self.uniformHeaders(topic: self.topic),
+            headers: Self.uniformHeaders(topic: topic),
             body: sealed.bodyString
         )
         return BuiltPush(request: request, messageID: messageID, kind: content.kind, bucket: sealed.bucket)
+    }
+}
+
+extension PushBuilder {
+    /// The largest signed inner message (signed part + signature) a push can carry: one byte less than the largest
+    /// padding bucket (docs/PROTOCOL.md §6).
+    static var largestInnerMessage: Int { WireProtocol.paddingBuckets.last! - 1 }
+
+    /// Says what is too large for this kind of message and what to do, with the numbers for this sender (the
+    /// limit depends on the sender's user id, which every message carries).
+    static func tooLarge(_ message: InnerMessage) -> SenderError {
+        let size = (try? message.encodedLength()) ?? 0
+        let limit = Self.largestInnerMessage
+        let measured = "the \(message.kind) is \(size) bytes once signed and the most a push carries is \(limit)"
+        switch message.content {
+        case .text:
+            return SenderError(.tooLarge, "\(measured): shorten the text (title, body and thread id count)")
+        case .receipt(let receipt):
+            // Each id is 16 bytes: find how many fit for this sender.
+            let perID = 16
+            let fitting = receipt.messageIDs.count - (size - limit + perID - 1) / perID
+            return SenderError(
+                .tooLarge,
+                "\(measured): a receipt from \(message.senderUserID) holds at most \(max(fitting, 0)) message ids, "
+                    + "this one has \(receipt.messageIDs.count); split it into several receipts"
+            )
+        case .callInvite(let invite):
+            return SenderError(
+                .tooLarge,
+                "\(measured): the invite has \(invite.groupParticipants.count) participants and "
+                    + "\(invite.customHeaders.count) custom headers; send fewer participants or shorter header values"
+            )
+        default:
+            return SenderError(.tooLarge, "\(measured)")
+        }
     }
 }

@@ -9,15 +9,28 @@ import Foundation
 /// {"kind":"text","to":"bob","thread":"t1","title":"Hi","body":"Lunch?"}
 /// {"kind":"receipt","to":"bob","message_ids":["<32 hex>"]}
 /// ```
-/// Optional on every kind: `device_token` (overrides the card's), `message_id` (32 hex; random by default),
-/// `sent_at_ms` (for tests and demos: the signed send time in milliseconds since the epoch; a receiver judges
-/// staleness from it; default: now).
-/// Call options: `handle` (default: the sender's user id), `display_name` (default: the sender's), `participants`,
-/// `headers`.
+/// Every key, field by field (README "Batch requests" repeats this table):
+/// - `kind` (required): `call` (or `call-invite`), `cancel` (or `call-cancel`), `text`, `receipt`.
+/// - `to` (required): a user id found in `--contacts`, or a path to a card file ending in `.json`.
+/// - `device_token`: overrides the card's `push.device_token` (hex). `topic`: overrides the card's `push.topic`
+///   (and `--topic`/`$E2EE_TOPIC`).
+/// - `message_id`: 32 hex digits; random by default. `sent_at_ms`: for tests and demos, the signed send time in
+///   milliseconds since the epoch (default: now).
+/// - call: `call_id` (UUID; a new one by default, as `e2ee-send call` does), `video` (bool, default false),
+///   `ring_timeout` (1-3600 s, default 30), `handle` (default: the sender's user id), `display_name` (default: the
+///   sender's), `participants` (array of strings), `headers` (object of strings).
+/// - cancel: `call_id` (required), `reason`: `remoteEnded` (default), `answeredElsewhere`, `declinedElsewhere`.
+/// - text: `body` (required), `title`, `thread`.
+/// - receipt: `message_ids` (required: 1-255 ids of 32 hex digits; how many fit depends on the sender's user id,
+///   see docs/PROTOCOL.md §6).
+///
+/// Any other key is an error that names it: a misspelt option must not silently become a default.
 public struct SendRequest: Sendable, Codable, Hashable {
     public var kind: String
     public var to: String
     public var deviceToken: String?
+    /// The app's bundle id for this push; default: `--topic`, then the card's `push.topic`.
+    public var topic: String?
     public var messageID: String?
     public var callID: String?
     public var video: Bool?
@@ -36,7 +49,7 @@ public struct SendRequest: Sendable, Codable, Hashable {
     public var sentAtMs: UInt64?
 
     enum CodingKeys: String, CodingKey {
-        case kind, to, video, handle, participants, headers, reason, thread, title, body
+        case kind, to, topic, video, handle, participants, headers, reason, thread, title, body
         case deviceToken = "device_token"
         case messageID = "message_id"
         case callID = "call_id"
@@ -51,12 +64,56 @@ public struct SendRequest: Sendable, Codable, Hashable {
         self.to = to
     }
 
+    /// Decodes a request, refusing any key it does not know (naming it, and the key meant when it is a wire name
+    /// or a common misspelling).
+    public init(from decoder: any Decoder) throws {
+        let all = try decoder.container(keyedBy: AnyCodingKey.self)
+        for key in all.allKeys where CodingKeys(stringValue: key.stringValue) == nil {
+            var message = "unknown key \"\(key.stringValue)\""
+            if let meant = Self.meantKeys[key.stringValue] { message += " (did you mean \"\(meant)\"?)" }
+            throw SenderError(.badRequest, message + "; the keys are listed in README \"Batch requests\"")
+        }
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.kind = try container.decode(String.self, forKey: .kind)
+        self.to = try container.decode(String.self, forKey: .to)
+        self.deviceToken = try container.decodeIfPresent(String.self, forKey: .deviceToken)
+        self.topic = try container.decodeIfPresent(String.self, forKey: .topic)
+        self.messageID = try container.decodeIfPresent(String.self, forKey: .messageID)
+        self.callID = try container.decodeIfPresent(String.self, forKey: .callID)
+        self.video = try container.decodeIfPresent(Bool.self, forKey: .video)
+        self.ringTimeout = try container.decodeIfPresent(Int.self, forKey: .ringTimeout)
+        self.handle = try container.decodeIfPresent(String.self, forKey: .handle)
+        self.displayName = try container.decodeIfPresent(String.self, forKey: .displayName)
+        self.participants = try container.decodeIfPresent([String].self, forKey: .participants)
+        self.headers = try container.decodeIfPresent([String: String].self, forKey: .headers)
+        self.reason = try container.decodeIfPresent(String.self, forKey: .reason)
+        self.thread = try container.decodeIfPresent(String.self, forKey: .thread)
+        self.title = try container.decodeIfPresent(String.self, forKey: .title)
+        self.body = try container.decodeIfPresent(String.self, forKey: .body)
+        self.messageIDs = try container.decodeIfPresent([String].self, forKey: .messageIDs)
+        self.sentAtMs = try container.decodeIfPresent(UInt64.self, forKey: .sentAtMs)
+    }
+
+    /// Keys people write for the ones this format uses: the inner message's wire names (docs/PROTOCOL.md §7.1) and
+    /// the CLI's flag names.
+    static let meantKeys: [String: String] = [
+        "has_video": "video", "ring_timeout_s": "ring_timeout", "caller_handle": "handle",
+        "thread_id": "thread", "group_participants": "participants", "custom_headers": "headers",
+        "participant": "participants", "header": "headers", "for": "message_ids", "token": "device_token",
+        "messageID": "message_id", "callID": "call_id", "deviceToken": "device_token", "sentAtMs": "sent_at_ms",
+    ]
+
     /// Parses one JSON line. - Throws: `.badRequest` saying what is wrong.
     public static func parse(line: String) throws(SenderError) -> SendRequest {
         do {
             return try JSONDecoder().decode(SendRequest.self, from: Data(line.utf8))
+        } catch let error as SenderError {
+            throw error
         } catch {
-            throw SenderError(.badRequest, "not a send request (a JSON object with \"kind\" and \"to\"): \(error)")
+            throw SenderError(
+                .badRequest,
+                "not a send request (a JSON object with \"kind\" and \"to\"): \(APNsRequest.describe(error))"
+            )
         }
     }
 
@@ -67,9 +124,11 @@ public struct SendRequest: Sendable, Codable, Hashable {
     public func content(sender: Identity) throws(SenderError) -> MessageContent {
         switch self.kind {
         case "call", "call-invite":
+            // A call without an id gets a new one, as `e2ee-send call` does.
+            let callID = try self.callID == nil ? UUID() : Self.uuid(self.callID, "call_id")
             return .callInvite(
                 CallInvite(
-                    callID: try Self.uuid(self.callID, "call_id"),
+                    callID: callID,
                     callerHandle: self.handle ?? sender.userID,
                     displayName: self.displayName ?? sender.displayName,
                     hasVideo: self.video ?? false,
@@ -161,4 +220,12 @@ extension APNsRequest {
             return "not valid JSON"
         }
     }
+}
+
+/// A coding key for any name: lets a decoder list every key of an object.
+struct AnyCodingKey: CodingKey {
+    var stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
 }

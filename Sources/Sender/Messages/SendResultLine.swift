@@ -57,11 +57,7 @@ public struct SendResultLine: Sendable, Codable, Hashable {
     }
 
     static func code(named name: String) -> SenderError.Code {
-        let all: [SenderError.Code] = [
-            .usage, .badDeviceToken, .unknownRecipient, .unreadableCard, .tooLarge, .badRequest, .missingKey,
-            .insecureKey, .rejected, .deliveryFailed,
-        ]
-        return all.first { $0.rawValue == name } ?? .badRequest
+        SenderError.Code.all.first { $0.rawValue == name } ?? .badRequest
     }
 
     /// One JSON line, keys sorted.

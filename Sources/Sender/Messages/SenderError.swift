@@ -34,6 +34,18 @@ public struct SenderError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let rejected = Code("rejected", 69)
         /// Delivery failed for now (timeout, connection, retries exhausted). Exit 75 (EX_TEMPFAIL).
         public static let deliveryFailed = Code("delivery-failed", 75)
+        /// Standard output could not be written (the reader closed the pipe, disk full). Exit 74 (EX_IOERR).
+        public static let outputFailed = Code("output-failed", 74)
+        /// An output file or folder (identity, card) could not be created. Exit 73 (EX_CANTCREAT).
+        public static let cannotCreate = Code("cannot-create", 73)
+        /// An error the program did not expect: a bug. Exit 70 (EX_SOFTWARE).
+        public static let internalError = Code("internal-error", 70)
+
+        /// Every code, for decoding a code's name back (result lines) and for documentation.
+        public static let all: [Code] = [
+            .usage, .badDeviceToken, .unknownRecipient, .unreadableCard, .tooLarge, .badRequest, .missingKey,
+            .insecureKey, .rejected, .deliveryFailed, .outputFailed, .cannotCreate, .internalError,
+        ]
     }
 
     public let code: Code

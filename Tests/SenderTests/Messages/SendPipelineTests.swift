@@ -1,0 +1,148 @@
+import APNsGateway
+import E2EECore
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Sender
+
+/// The streaming pipeline under `e2ee-send batch` and `deliver`, in-process: order, flat memory, bad lines, and a
+/// closed output that does not stop the deliveries asked for.
+@Suite("Send pipeline: streamed, in order, bounded, output failures")
+struct SendPipelineTests {
+    /// A lazy input that records how many lines the pipeline has pulled.
+    final class CountingLines: Sequence, IteratorProtocol {
+        let lines: [String]
+        var pulled = 0
+        init(_ lines: [String]) { self.lines = lines }
+        func next() -> String? {
+            guard self.pulled < self.lines.count else { return nil }
+            self.pulled += 1
+            return self.lines[self.pulled - 1]
+        }
+    }
+
+    static func batch() throws -> BatchRequests {
+        let alice = try Identity.generate(userID: "alice", displayName: "Alice", nowMs: 1)
+        let bob = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: 1)
+        let folder = NSTemporaryDirectory() + "pipeline-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let card = bob.card(push: .init(deviceToken: GatewayHarness.deviceToken, topic: GatewayHarness.topic))
+        try Data(card.jsonData()).write(to: URL(fileURLWithPath: folder + "/bob.card.json"))
+        return BatchRequests(builder: PushBuilder(identity: alice), directory: ContactDirectory(folder: folder))
+    }
+
+    static func texts(_ count: Int) -> [String] {
+        (1...count).map { #"{"kind":"text","to":"bob","body":"message \#($0)"}"# }
+    }
+
+    @Test("without a client: the first line is written before the second is read, and every line in order")
+    func streamsWithoutClient() async throws {
+        var batch = try Self.batch()
+        let input = CountingLines(Self.texts(5) + ["not json", #"{"kind":"text","to":"bob","body":"last"}"#])
+        var written: [(pulled: Int, line: String)] = []
+        let summary = await SendPipeline(depth: 4).run(
+            lines: input,
+            client: nil,
+            prepare: { _, line in batch.prepare(line: line) },
+            output: { line in written.append((input.pulled, line)) }
+        )
+        #expect(summary.lines == 7)
+        #expect(summary.failures == 1)
+        #expect(summary.firstFailureLine == 6)
+        #expect(summary.firstFailure?.code == .badRequest)
+        #expect(written.count == 7)
+        #expect(written.map(\.pulled) == [1, 2, 3, 4, 5, 6, 7])
+        let request = try APNsRequest.parse(requestLine: written[0].line)
+        #expect(request.headers["apns-topic"] == GatewayHarness.topic)
+        #expect(request.body.utf8.count == 2233)
+        #expect(written[5].line.contains(#""error":"bad-request""#) && written[5].line.contains(#""line":6"#))
+    }
+
+    @Test("delivering: results in input order, and never more than depth lines read ahead of the output")
+    func deliversInOrderWithBoundedReadAhead() async throws {
+        try await GatewayHarness.with { gateway in
+            let client = try gateway.makeClient(window: 8)
+            var batch = try Self.batch()
+            let input = CountingLines(Self.texts(200))
+            let depth = 16
+            var written: [(pulled: Int, line: SendResultLine)] = []
+            let summary = await SendPipeline(depth: depth).run(
+                lines: input,
+                client: client,
+                prepare: { _, line in batch.prepare(line: line) },
+                output: { line in
+                    written.append(
+                        (input.pulled, try! JSONDecoder().decode(SendResultLine.self, from: Data(line.utf8)))
+                    )
+                }
+            )
+            #expect(summary.lines == 200)
+            #expect(summary.failures == 0)
+            #expect(summary.outputError == nil)
+            #expect(written.map(\.line.line) == Array(1...200))
+            #expect(written.allSatisfy { $0.line.ok && $0.line.status == 200 && $0.line.messageID != nil })
+            // When result k was written, at most depth lines after it had been read.
+            for (index, entry) in written.enumerated() {
+                #expect(entry.pulled - (index + 1) <= depth, "result \(index + 1) written with \(entry.pulled) read")
+            }
+            #expect(gateway.sink.records.count == 200)
+        }
+    }
+
+    @Test("a closed output does not stop deliveries: every push goes out, every result is counted unwritten")
+    func closedOutputStillDelivers() async throws {
+        try await GatewayHarness.with { gateway in
+            let client = try gateway.makeClient()
+            var batch = try Self.batch()
+            let summary = await SendPipeline(depth: 8).run(
+                lines: Self.texts(30),
+                client: client,
+                prepare: { _, line in batch.prepare(line: line) },
+                output: { _ throws(SenderError) in
+                    throw SenderError(.outputFailed, "cannot write to standard output (the reader closed the pipe)")
+                }
+            )
+            #expect(summary.outputError?.code == .outputFailed)
+            #expect(summary.unwritten == 30)
+            #expect(summary.failures == 0)
+            #expect(gateway.sink.records.count == 30)
+        }
+    }
+
+    @Test("printing: the first output failure ends the run (nothing more is sealed for nobody)")
+    func closedOutputStopsPrinting() async throws {
+        var batch = try Self.batch()
+        let input = CountingLines(Self.texts(50))
+        let summary = await SendPipeline(depth: 8).run(
+            lines: input,
+            client: nil,
+            prepare: { _, line in batch.prepare(line: line) },
+            output: { _ throws(SenderError) in throw SenderError(.outputFailed, "closed") }
+        )
+        #expect(summary.outputError?.code == .outputFailed)
+        #expect(input.pulled == 1)
+        #expect(summary.unwritten == 1)
+    }
+
+    @Test("deliver's request lines: sent unchanged, a bad line gets bad-request and the run goes on")
+    func requestLines() async throws {
+        try await GatewayHarness.with { gateway in
+            let client = try gateway.makeClient()
+            let good = GatewayHarness.push().jsonLine()
+            var written: [SendResultLine] = []
+            let summary = await SendPipeline(depth: 4).run(
+                lines: [good, "{}", good],
+                client: client,
+                prepare: { _, line in BatchRequests.prepareRequestLine(line) },
+                output: { line in written.append(try! JSONDecoder().decode(SendResultLine.self, from: Data(line.utf8)))
+                }
+            )
+            #expect(summary.lines == 3)
+            #expect(summary.failures == 1)
+            #expect(written.map(\.ok) == [true, false, true])
+            #expect(written[1].error == "bad-request")
+            #expect(gateway.sink.records.count == 2)
+        }
+    }
+}
