@@ -3,12 +3,19 @@ import E2EECore
 import Foundation
 import Sender
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// `e2ee-send`: encrypts messages into uniform APNs requests and prints or delivers them.
 ///
-/// Exit codes (sysexits.h): 0 ok; 64 usage (bad flag or value, bad device token); 65 data (unknown recipient,
-/// unreadable card, text too long, bad batch line); 66 missing key file; 69 APNs refused a push; 75 delivery
-/// failed for now (timeout, connection, retries exhausted); 77 a secret file is readable by others, or the
-/// identity is locked and no passphrase file was given.
+/// Exit codes (sysexits.h), mapped in one place (``runCLI(_:)``): 0 ok; 64 usage (bad flag or value, bad device
+/// token); 65 data (unknown recipient, unreadable card, too large, bad batch line); 66 missing key file; 69 APNs
+/// refused a push; 70 internal error (a bug: please report it); 73 cannot create an output file or folder; 74
+/// standard output could not be written (closed pipe); 75 delivery failed for now (timeout, connection, retries
+/// exhausted); 77 a secret file is readable by others, or the identity is locked and no passphrase file was given.
 @main
 struct E2EESend: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -17,24 +24,43 @@ struct E2EESend: AsyncParsableCommand {
         discussion: """
             Secrets come only from files: --identity (or $E2EE_IDENTITY_FILE naming the file), \
             --passphrase-file, --apns-key-file (or $APNS_KEY_PATH). Machine output is one JSON line per push on \
-            stdout; messages go to stderr.
-            Exit codes: 0 ok, 64 usage, 65 bad data (unknown recipient, bad card, too long), 66 missing key, \
-            69 APNs refused, 75 delivery failed for now, 77 insecure or locked key file.
+            stdout; messages go to stderr. The APNs topic is the recipient card's push.topic unless --topic (or \
+            $E2EE_TOPIC) overrides it.
+            Exit codes: 0 ok, 64 usage, 65 bad data (unknown recipient, bad card, too large, bad batch line), \
+            66 missing key, 69 APNs refused, 70 internal error, 73 cannot create a file, 74 cannot write stdout \
+            (a closed pipe: pushes asked for are still delivered), 75 delivery failed for now, 77 insecure or \
+            locked key file.
             """,
         subcommands: [
             Keygen.self, Card.self, Rotate.self, Call.self, Cancel.self, Text.self, Receipt.self, Batch.self,
             Deliver.self,
         ]
     )
+
+    static func main() async {
+        // A reader that goes away (`| head -1`) must be an EPIPE write error with its exit code, not a signal.
+        signal(SIGPIPE, SIG_IGN)
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }
 
-/// Prints `e2ee-send: error: …` on stderr and exits with the error's code.
+/// Prints `e2ee-send: error: …` on stderr and returns the error's exit code.
 func fail(_ error: SenderError) -> ExitCode {
-    FileHandle.standardError.write(Data("e2ee-send: error: \(error.message)\n".utf8))
+    note("e2ee-send: error: \(error.message)")
     return ExitCode(error.code.exitCode)
 }
 
-/// Runs a command body and maps every error to a message on stderr and a documented exit code.
+/// Runs a command body and maps every error to a message on stderr and a documented exit code: the one place
+/// where errors become exit codes.
 func runCLI(_ body: () async throws -> Void) async throws {
     do {
         try await body()
@@ -42,13 +68,78 @@ func runCLI(_ body: () async throws -> Void) async throws {
         throw fail(error)
     } catch let error as E2EEError {
         throw fail(SenderError(error, context: "e2ee-send"))
+    } catch let error as ExitCode {
+        throw error
+    } catch let error as ValidationError {
+        throw error
+    } catch let error as CocoaError {
+        let path = (error.userInfo[NSFilePathErrorKey] as? String).map { " \($0)" } ?? ""
+        throw fail(
+            SenderError(.cannotCreate, "cannot create\(path): \(error.localizedDescription); check the path and rights")
+        )
+    } catch {
+        throw fail(SenderError(.internalError, "unexpected error (please report it): \(error)"))
     }
 }
 
-func printLine(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+/// Standard output, written with write(2): a closed pipe (EPIPE) or a full disk is a ``SenderError`` with code
+/// `.outputFailed` (exit 74), never a crash.
+enum StandardOutput {
+    static func write(_ bytes: some Collection<UInt8>) throws(SenderError) {
+        let data = Array(bytes)
+        var offset = 0
+        while offset < data.count {
+            let written = data.withUnsafeBytes { buffer in
+                #if canImport(Glibc)
+                Glibc.write(1, buffer.baseAddress! + offset, buffer.count - offset)
+                #else
+                Darwin.write(1, buffer.baseAddress! + offset, buffer.count - offset)
+                #endif
+            }
+            if written < 0 {
+                if errno == EINTR { continue }
+                let reason = errno == EPIPE ? "the reader closed the pipe" : String(cString: strerror(errno))
+                throw SenderError(.outputFailed, "cannot write to standard output (\(reason))")
+            }
+            offset += written
+        }
+    }
+
+    static func writeLine(_ line: String) throws(SenderError) {
+        try self.write(Array((line + "\n").utf8))
+    }
 }
 
+func printLine(_ line: String) throws(SenderError) {
+    try StandardOutput.writeLine(line)
+}
+
+/// A message for people on stderr; a closed stderr is ignored (there is nowhere left to say it).
 func note(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
+    let bytes = Array((text + "\n").utf8)
+    _ = bytes.withUnsafeBytes { buffer in
+        #if canImport(Glibc)
+        Glibc.write(2, buffer.baseAddress!, buffer.count)
+        #else
+        Darwin.write(2, buffer.baseAddress!, buffer.count)
+        #endif
+    }
+}
+
+/// Ends a pipeline run: reports an output failure (which wins: the caller has lost results) or the first failed
+/// line, with its exit code.
+func finish(_ summary: PipelineSummary) throws {
+    if let outputError = summary.outputError {
+        note(
+            "e2ee-send: error: \(outputError.message); \(summary.unwritten) of \(summary.lines) result lines were "
+                + "not written (the pushes asked for were still sent)"
+        )
+        throw ExitCode(outputError.code.exitCode)
+    }
+    if let failure = summary.firstFailure, let line = summary.firstFailureLine {
+        note(
+            "e2ee-send: error: line \(line): \(failure.message) (\(summary.failures) of \(summary.lines) lines failed)"
+        )
+        throw ExitCode(failure.code.exitCode)
+    }
 }

@@ -12,8 +12,7 @@ struct Keygen: AsyncParsableCommand {
     @Option(name: .long, help: "The name others see.") var displayName: String?
     @Option(name: .long, help: "Where to write <user id>.identity and <user id>.card.json.") var outDir: String
     @Option(name: .long, help: "This device's APNs token (hex), published in the card.") var deviceToken: String?
-    @Option(name: .long, help: "The app's bundle id, published in the card with the token.") var topic: String =
-        "com.example.e2ee"
+    @OptionGroup var topic: CardTopicOption
     @Option(name: .long, help: "Lock the identity with the passphrase in this file.") var passphraseFile: String?
     @Flag(name: .long, help: "Overwrite an existing identity.") var force = false
 
@@ -25,7 +24,10 @@ struct Keygen: AsyncParsableCommand {
             }
             var push: ContactCard.Push? = nil
             if let token = self.deviceToken {
-                push = ContactCard.Push(deviceToken: try PushBuilder.validateDeviceToken(token), topic: self.topic)
+                push = ContactCard.Push(
+                    deviceToken: try PushBuilder.validateDeviceToken(token),
+                    topic: self.topic.value
+                )
             }
             let passphrase = try IdentityOptions(identity: nil, passphraseFile: self.passphraseFile).passphrase()
             try FileManager.default.createDirectory(atPath: self.outDir, withIntermediateDirectories: true)
@@ -38,7 +40,7 @@ struct Keygen: AsyncParsableCommand {
             let cardPath = self.outDir + "/" + self.userID + ".card.json"
             try SecretFile.writePublic(path: cardPath, bytes: identity.card(push: push).jsonData())
             note("wrote \(identityPath) (secret, mode 0600) and \(cardPath) (public)")
-            printLine(cardPath)
+            try printLine(cardPath)
         }
     }
 }
@@ -55,16 +57,19 @@ struct Card: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Print the public contact card of an identity.")
     @OptionGroup var identity: IdentityOptions
     @Option(name: .long, help: "This device's APNs token (hex) to publish.") var deviceToken: String?
-    @Option(name: .long, help: "The app's bundle id to publish with the token.") var topic: String = "com.example.e2ee"
+    @OptionGroup var topic: CardTopicOption
 
     func run() async throws {
-        do {
+        try await runCLI {
             let id = try self.identity.load()
             var push: ContactCard.Push? = nil
             if let token = self.deviceToken {
-                push = ContactCard.Push(deviceToken: try PushBuilder.validateDeviceToken(token), topic: self.topic)
+                push = ContactCard.Push(
+                    deviceToken: try PushBuilder.validateDeviceToken(token),
+                    topic: self.topic.value
+                )
             }
-            FileHandle.standardOutput.write(Data(id.card(push: push).jsonData()))
+            try StandardOutput.write(id.card(push: push).jsonData())
         }
     }
 }
@@ -74,20 +79,56 @@ struct Rotate: AsyncParsableCommand {
         abstract: "Add a new device key; older keys keep opening pushes for the grace period. Prints the new card."
     )
     @OptionGroup var identity: IdentityOptions
+    @Option(
+        name: .long,
+        help: """
+            The current card, whose public fields (push address) the new card keeps. Default: --card-out if it \
+            exists, else <user id>.card.json next to the identity, as keygen writes it.
+            """
+    ) var card: String?
     @Option(name: .long, help: "Also write the new card to this file.") var cardOut: String?
     @Option(name: .long, help: "Grace period of the previous key, in hours.") var graceHours: Int = 168
 
     func run() async throws {
         try await runCLI {
             var id = try self.identity.load()
+            guard let identityPath = self.identity.identityPath else {
+                throw SenderError(.missingKey, "no identity: pass --identity FILE or set E2EE_IDENTITY_FILE")
+            }
+            let previous = try self.currentCard(identityPath: identityPath, userID: id.userID)
             let old = id.currentDeviceKey.keyID
-            let previous = self.cardOut.flatMap { try? ContactCard.load(path: $0) }
             let new = id.rotate(nowMs: PushBuilder.systemNowMs(), gracePeriodMs: UInt64(self.graceHours) * 3_600_000)
-            try id.save(path: self.identity.identityPath!, passphrase: try self.identity.passphrase())
+            try id.save(path: identityPath, passphrase: try self.identity.passphrase())
             let card = id.card(push: previous?.push)
             if let out = self.cardOut { try SecretFile.writePublic(path: out, bytes: card.jsonData()) }
             note("rotated device key \(old) -> \(new.keyID); the old key opens pushes for \(self.graceHours) h")
-            FileHandle.standardOutput.write(Data(card.jsonData()))
+            if previous?.push == nil {
+                note("e2ee-send: warning: no current card with a push address was found; the new card has none")
+            }
+            try StandardOutput.write(card.jsonData())
         }
+    }
+
+    /// The card whose public fields the rotated card keeps: `--card`, else `--card-out` if it exists, else the card
+    /// keygen wrote next to the identity. A named `--card` that cannot be read is an error; a default that does not
+    /// exist is not.
+    func currentCard(identityPath: String, userID: String) throws(SenderError) -> ContactCard? {
+        if let path = self.card {
+            do {
+                return try ContactCard.load(path: path)
+            } catch {
+                throw SenderError(.unreadableCard, "cannot read --card \(path): \(error.message)")
+            }
+        }
+        let folder = (identityPath as NSString).deletingLastPathComponent
+        let sibling = (folder.isEmpty ? "." : folder) + "/" + userID + ".card.json"
+        for path in [self.cardOut, sibling].compactMap({ $0 }) where FileManager.default.fileExists(atPath: path) {
+            do {
+                return try ContactCard.load(path: path)
+            } catch {
+                throw SenderError(.unreadableCard, "cannot read the current card \(path): \(error.message)")
+            }
+        }
+        return nil
     }
 }

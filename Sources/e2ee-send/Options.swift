@@ -1,4 +1,4 @@
-import ArgumentParser
+public import ArgumentParser
 import E2EECore
 import Foundation
 import Logging
@@ -48,8 +48,8 @@ struct RecipientOptions: ParsableArguments {
     @Option(name: .long, help: "The device token (hex); default: the card's push.device_token.")
     var deviceToken: String?
 
-    @Option(name: .long, help: "The message id (32 hex digits); default: random.")
-    var messageID: String?
+    @Option(name: .long, help: "The message id (32 hex digits); default: random.", transform: parseMessageID)
+    var messageID: MessageID?
 
     @Option(
         name: .long,
@@ -59,16 +59,33 @@ struct RecipientOptions: ParsableArguments {
 }
 
 struct PushOptions: ParsableArguments {
-    @Option(name: .long, help: "The app's bundle id, sent as apns-topic.")
-    var topic: String = ProcessInfo.processInfo.environment["E2EE_TOPIC"] ?? "com.example.e2ee"
+    @Option(
+        name: .long,
+        help: "The app's bundle id, sent as apns-topic. Default: $E2EE_TOPIC, else the recipient card's push.topic."
+    )
+    var topic: String?
+
+    /// `--topic`, else `$E2EE_TOPIC`; `nil` lets each recipient card's `push.topic` decide.
+    var override: String? { self.topic ?? ProcessInfo.processInfo.environment["E2EE_TOPIC"] }
+}
+
+/// The topic a card publishes with its push address: `--topic`, else `$E2EE_TOPIC`, else `com.example.e2ee`.
+struct CardTopicOption: ParsableArguments {
+    @Option(
+        name: .long,
+        help: "The app's bundle id to publish with the token. Default: $E2EE_TOPIC, else com.example.e2ee."
+    )
+    var topic: String?
+
+    var value: String { self.topic ?? ProcessInfo.processInfo.environment["E2EE_TOPIC"] ?? "com.example.e2ee" }
 }
 
 struct DeliveryOptions: ParsableArguments {
     @Flag(name: .long, help: "Deliver to APNs and print the result instead of the request.")
     var deliver = false
 
-    @Option(name: .long, help: "APNs environment: development or production (ignored with --apns-url).")
-    var apnsEnvironment: String = "development"
+    @Option(name: .long, help: "APNs environment (ignored with --apns-url).")
+    var apnsEnvironment: APNsServer = .development
 
     @Option(name: .long, help: "A custom APNs-compatible endpoint, e.g. https://127.0.0.1:8443 (the local gateway).")
     var apnsURL: String?
@@ -91,10 +108,11 @@ struct DeliveryOptions: ParsableArguments {
     @Option(name: .long, help: "Most pushes in flight on the connection.")
     var window: Int = 100
 
+    /// How many pushes a pipeline keeps outstanding: twice the connection's window, so the next ones are sealed
+    /// while the window is full.
+    var pipelineDepth: Int { max(2 * self.window, 16) }
+
     func validate() throws {
-        guard ["development", "production"].contains(self.apnsEnvironment) else {
-            throw ValidationError("--apns-environment must be development or production")
-        }
         guard self.timeout > 0, self.window > 0 else {
             throw ValidationError("--timeout and --window must be positive")
         }
@@ -110,7 +128,7 @@ struct DeliveryOptions: ParsableArguments {
             if let url = self.apnsURL {
                 .custom(baseURL: url, trustedCAPEMPath: self.apnsCA)
             } else {
-                self.apnsEnvironment == "production" ? .production : .development
+                self.apnsEnvironment == .production ? .production : .development
             }
         do {
             let key =
@@ -138,4 +156,24 @@ struct DeliveryOptions: ParsableArguments {
             throw SenderError(code, error.message)
         }
     }
+}
+
+/// The APNs servers a push can go to (`--apns-environment`): the one matching how the app is signed.
+enum APNsServer: String, CaseIterable, ExpressibleByArgument {
+    case development
+    case production
+}
+
+extension CallCancelReason: ExpressibleByArgument {
+    init?(argument: String) {
+        guard let reason = Self.allCases.first(where: { $0.description == argument }) else { return nil }
+        self = reason
+    }
+    static var allValueStrings: [String] { Self.allCases.map(\.description) }
+    var defaultValueDescription: String { self.description }
+}
+
+extension UUID: @retroactive ExpressibleByArgument {
+    init?(argument: String) { self.init(uuidString: argument) }
+    var defaultValueDescription: String { self.uuidString }
 }

@@ -117,20 +117,26 @@ struct SendCLITests {
                 ["text"] + id + ["--contacts", dir, "--to", "bob", "--device-token", "xyz", "--body", "x"], 64,
                 "hex digits"
             ),
+            // Typed flags: the error names the flag (not a JSON field) and lists the choices.
             (
-                "bad call id", ["cancel"] + id + ["--contacts", dir, "--to", "bob", "--call-id", "not-a-uuid"], 65,
-                "call_id must be a UUID"
+                "bad call id", ["cancel"] + id + ["--contacts", dir, "--to", "bob", "--call-id", "not-a-uuid"], 64,
+                "--call-id"
             ),
             (
                 "bad cancel reason",
                 ["cancel"] + id + [
                     "--contacts", dir, "--to", "bob", "--call-id", UUID().uuidString, "--reason", "bored",
-                ], 65, "reason must be one of"
+                ], 64,
+                "--reason <reason>'. Please provide one of 'remoteEnded', 'answeredElsewhere' or 'declinedElsewhere'"
             ),
             ("receipt without ids", ["receipt"] + id + ["--contacts", dir, "--to", "bob"], 64, "--for"),
             (
-                "bad message id", ["receipt"] + id + ["--contacts", dir, "--to", "bob", "--for", "1234"], 65,
-                "32 hex digits"
+                "bad message id", ["receipt"] + id + ["--contacts", dir, "--to", "bob", "--for", "1234"], 64,
+                "'--for <for>': a message id is 32 hex digits"
+            ),
+            (
+                "ring timeout out of range", ["call"] + id + ["--contacts", dir, "--to", "bob", "--ring-timeout", "0"],
+                64, "--ring-timeout must be 1-3600 seconds"
             ),
             (
                 "deliver without key ids",
