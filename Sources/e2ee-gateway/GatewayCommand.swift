@@ -1,5 +1,11 @@
 import ArgumentParser
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// `e2ee-gateway`: a local APNs-compatible HTTP/2 + TLS server for tests and the demo.
 ///
 /// Exit codes: 0 success (or graceful shutdown on SIGTERM/SIGINT), 1 the gateway could not start (TLS, bind,
@@ -15,6 +21,22 @@ struct GatewayCommand: AsyncParsableCommand {
             """,
         subcommands: [ServeCommand.self, ProviderKeyCommand.self]
     )
+
+    static func main() async {
+        // A closed stdout (the delivery lines' reader went away) is an EPIPE write error, answered 500 per push
+        // and logged, never a SIGPIPE that kills the gateway.
+        signal(SIGPIPE, SIG_IGN)
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }
 
 /// The documented exit codes.

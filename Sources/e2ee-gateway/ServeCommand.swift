@@ -1,7 +1,7 @@
-import APNsGateway
-import ArgumentParser
+public import APNsGateway
+public import ArgumentParser
 import Foundation
-import Logging
+public import Logging
 import ServiceLifecycle
 
 /// `e2ee-gateway serve`: runs the gateway until SIGTERM or SIGINT.
@@ -39,8 +39,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Append accepted pushes to this spool file (fsync'd before each 200) instead of stdout.")
     var spool: String?
 
-    @Option(help: "development or production.")
-    var environment = "development"
+    @Option(help: "Which APNs the gateway imitates.")
+    var environment: APNsGatewayEnvironment = .development
 
     @Option(name: .customLong("max-concurrent-streams"), help: "Stream limit after the first valid token.")
     var maxConcurrentStreams = 1000
@@ -84,16 +84,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("fault-goaway-reason"), help: "The GOAWAY JSON reason.")
     var goAwayReason = "Shutdown"
 
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
-    var logLevel = "info"
+    @Option(name: .customLong("log-level"), help: "How much to log on stderr.")
+    var logLevel: Logger.Level = .info
 
     func validate() throws {
-        guard APNsGatewayEnvironment(rawValue: self.environment) != nil else {
-            throw ValidationError("--environment must be development or production")
-        }
-        guard Logger.Level(rawValue: self.logLevel) != nil else {
-            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
-        }
         guard !self.topics.isEmpty else {
             throw ValidationError("give at least one --topic (the app's bundle id, e.g. com.example.app)")
         }
@@ -113,7 +107,7 @@ struct ServeCommand: AsyncParsableCommand {
         // Logs go to stderr: stdout carries only delivery lines.
         LoggingSystem.bootstrap(StreamLogHandler.standardError)
         var logger = Logger(label: "e2ee-gateway")
-        logger.logLevel = Logger.Level(rawValue: self.logLevel) ?? .info
+        logger.logLevel = self.logLevel
         let configuration: GatewayConfiguration
         let sink: any DeliverySink
         do {
@@ -142,7 +136,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
         }
         Diagnostics.say(
-            "listening on https://\(self.host):\(port) (\(self.environment)); trust \(server.caCertificatePath); "
+            "listening on https://\(self.host):\(port) (\(self.environment.rawValue)); trust \(server.caCertificatePath); "
                 + "deliveries to \(self.spool ?? "stdout")"
         )
         let group = ServiceGroup(
@@ -175,7 +169,7 @@ struct ServeCommand: AsyncParsableCommand {
             host: self.host,
             port: self.port,
             tlsDirectory: self.tlsDir,
-            environment: APNsGatewayEnvironment(rawValue: self.environment) ?? .development,
+            environment: self.environment,
             topics: Set(self.topics),
             providerKeys: keys,
             devices: devices,
@@ -195,3 +189,6 @@ struct ServeCommand: AsyncParsableCommand {
         )
     }
 }
+
+extension APNsGatewayEnvironment: ExpressibleByArgument {}
+extension Logger.Level: @retroactive ExpressibleByArgument {}

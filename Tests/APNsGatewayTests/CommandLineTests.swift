@@ -147,4 +147,53 @@ struct CommandLineTests {
         #expect(record.bodyBytes == sampleBody)
         #expect(record.apnsID == response.header("apns-id"))
     }
+
+    @Test("serve with its stdout reader gone: the push is answered 500, the gateway lives on, SIGTERM exits 0")
+    func closedStdoutIsAnErrorNotASignal() async throws {
+        let directory = try TemporaryDirectory()
+        let keyDir = directory.file("keys")
+        let made = try await GatewayExecutable.run([
+            "provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", keyDir,
+        ])
+        try #require(made.status == 0)
+        let p8 = try String(
+            contentsOfFile: (keyDir as NSString).appendingPathComponent("AuthKey_KEY1234567.p8"),
+            encoding: .utf8
+        )
+        let key = TestProviderKey(privateKey: try P256.Signing.PrivateKey(pemRepresentation: p8))
+        let portFile = directory.file("port")
+        let tlsDir = directory.file("tls")
+        let (process, stdout, stderr) = try GatewayExecutable.start([
+            "serve", "--port", "0", "--port-file", portFile, "--tls-dir", tlsDir, "--topic", testTopic,
+            "--provider-key",
+            "TEAM123456:KEY1234567:\((keyDir as NSString).appendingPathComponent("AuthKey_KEY1234567.pub.pem"))",
+        ])
+        defer { if process.isRunning { process.terminate() } }
+        try stdout.fileHandleForReading.close()
+        var port: Int?
+        let deadline = ContinuousClock.now + .seconds(60)
+        while port == nil, process.isRunning, ContinuousClock.now < deadline {
+            port = (try? String(contentsOfFile: portFile, encoding: .utf8))
+                .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            if port == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        let boundPort = try #require(port)
+        let client = try await H2TestClient.connect(
+            port: boundPort,
+            caPath: (tlsDir as NSString).appendingPathComponent("ca.pem")
+        )
+        let response = try await client.send(
+            headers: alertHeaders(authorization: try key.bearer(issuedAt: Date())),
+            body: sampleBody
+        )
+        await client.close()
+        #expect(response.status == 500)
+        #expect(process.isRunning)
+        kill(process.processIdentifier, SIGTERM)
+        let err = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        await GatewayExecutable.waitForExit(process)
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 0, "stderr: \(err)")
+        #expect(err.contains("delivery sink failed; answering 500"))
+    }
 }
