@@ -105,8 +105,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     func run() async throws {
         // Logs go to stderr: stdout carries only delivery lines.
-        LoggingSystem.bootstrap(StreamLogHandler.standardError)
-        var logger = Logger(label: "e2ee-gateway")
+        var logger = Logger(label: "e2ee-gateway") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = self.logLevel
         let configuration: GatewayConfiguration
         let sink: any DeliverySink

@@ -143,7 +143,9 @@ struct DeliveryOptions: ParsableArguments {
                 window: self.window,
                 streamTimeout: .seconds(self.timeout)
             )
-            var logger = Logger(label: "e2ee-send")
+            // Logs go to stderr, never to stdout (which carries only result lines): no LoggingSystem bootstrap,
+            // whose default handler writes to stdout.
+            var logger = Logger(label: "e2ee-send") { StreamLogHandler.standardError(label: $0) }
             logger.logLevel = .warning
             return APNsClient(configuration: configuration, logger: logger)
         } catch {

@@ -9,7 +9,7 @@
 
 Usage: python3 Tools/bench/pipeline_bench.py --bin .build/release [sender|filter|soak|all] [--n N]
 """
-import argparse, json, os, random, shutil, signal, statistics, subprocess, sys, tempfile, threading, time, uuid
+import argparse, json, os, random, resource, shutil, signal, statistics, subprocess, sys, tempfile, threading, time, uuid
 
 def run(cmd, **kw):
     return subprocess.run(cmd, check=True, **kw)
@@ -58,15 +58,39 @@ def count_lines(path):
     except FileNotFoundError:
         return 0
 
+def child_cpu_s():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+def timed(cmd, stdin_path, env, stdout=None):
+    """Runs cmd with stdin from a file; returns (wall s, CPU s of that process, its stdout)."""
+    cpu = child_cpu_s()
+    t = time.perf_counter()
+    with open(stdin_path) as i:
+        out = subprocess.run(cmd, stdin=i, stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return time.perf_counter() - t, child_cpu_s() - cpu, out.stdout or ""
+
 def sender_bench(bin_dir, work, n, spool):
     keys, _ = setup(bin_dir, work)
     send, gw = os.path.join(bin_dir, "e2ee-send"), os.path.join(bin_dir, "e2ee-gateway")
     reqs = os.path.join(work, "requests.jsonl"); write_requests(reqs, n)
-    env = dict(os.environ, E2EE_TOPIC="com.example.e2ee")
-    t = time.perf_counter()
-    with open(reqs) as i, open(os.devnull, "w") as o:
-        run([send, "batch", "--identity", f"{keys}/alice.identity", "--contacts", keys], stdin=i, stdout=o, env=env)
-    offline = n / (time.perf_counter() - t)
+    env = dict(os.environ)
+    batch = [send, "batch", "--identity", f"{keys}/alice.identity", "--contacts", keys]
+    # Offline sealing: whole process, stdout to a file (the request lines are reused for `deliver` below).
+    lines_path = os.path.join(work, "request-lines.jsonl")
+    with open(lines_path, "w") as o:
+        wall, cpu, _ = timed(batch, reqs, env, stdout=o)
+    offline = n / wall
+    # Per kind: n lines of one kind each, CPU per message (sealing does not depend on the kind beyond the bucket).
+    per_kind = {}
+    for kind in ("call", "cancel", "text", "receipt"):
+        path = os.path.join(work, f"{kind}.jsonl")
+        with open(path, "w") as f:
+            for r in request_lines(n * 4):
+                if r["kind"] == kind: f.write(json.dumps(r) + "\n")
+        with open(os.devnull, "w") as o:
+            _, kcpu, _ = timed(batch, path, env, stdout=o)
+        per_kind[kind] = kcpu / n * 1e6
     apns = os.path.join(work, "apns")
     run([gw, "provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", apns], stdout=subprocess.DEVNULL)
     port_file = os.path.join(work, "port")
@@ -79,20 +103,26 @@ def sender_bench(bin_dir, work, n, spool):
             if os.path.exists(port_file) and open(port_file).read().strip(): break
             time.sleep(0.05)
         port = open(port_file).read().strip()
-        t = time.perf_counter()
-        with open(reqs) as i:
-            out = subprocess.run([send, "batch", "--identity", f"{keys}/alice.identity", "--contacts", keys, "--deliver",
-                                  "--apns-url", f"https://127.0.0.1:{port}", "--apns-ca", os.path.join(work, "tls", "ca.pem"),
-                                  "--apns-key-file", f"{apns}/AuthKey_KEY1234567.p8", "--apns-key-id", "KEY1234567", "--apns-team-id", "TEAM123456",
-                                  "--window", "200"], stdin=i, capture_output=True, text=True, env=env)
-        elapsed = time.perf_counter() - t
-        ok = sum(1 for l in out.stdout.splitlines() if json.loads(l).get("status") == 200)
+        delivery = ["--apns-url", f"https://127.0.0.1:{port}", "--apns-ca", os.path.join(work, "tls", "ca.pem"),
+                    "--apns-key-file", f"{apns}/AuthKey_KEY1234567.p8", "--apns-key-id", "KEY1234567", "--apns-team-id", "TEAM123456",
+                    "--window", "200"]
+        elapsed, batch_cpu, out = timed(batch + ["--deliver"] + delivery, reqs, env)
+        ok = sum(1 for l in out.splitlines() if json.loads(l).get("status") == 200)
+        d_elapsed, d_cpu, d_out = timed([send, "deliver"] + delivery, lines_path, env)
+        d_ok = sum(1 for l in d_out.splitlines() if json.loads(l).get("status") == 200)
     finally:
         g.send_signal(signal.SIGTERM); g.wait(timeout=20)
-    print(f"sender: {n} mixed messages; offline sealing (e2ee-send batch, no network): {offline:,.0f} msgs/s")
     sink = "an fsync'd spool (one fsync per push before its 200)" if spool else "stdout to /dev/null"
-    print(f"sender: delivered {ok}/{n} over one HTTP/2 connection to e2ee-gateway on loopback (gateway sink: {sink}) in {elapsed:.2f} s: "
-          f"{ok/elapsed:,.0f} pushes/s (whole process: key load, sealing, JWT, TLS, HTTP/2, on the same 2 cores as the gateway)")
+    print(f"sender: {n} mixed messages; offline sealing (e2ee-send batch, no network): {offline:,.0f} msgs/s, "
+          f"client CPU {cpu / n * 1e6:.0f} us/msg")
+    print("sender: sealing CPU per message by kind (whole process, " + f"{n} each): "
+          + ", ".join(f"{k} {v:.0f} us" for k, v in per_kind.items())
+          + f"; max/min {max(per_kind.values()) / min(per_kind.values()):.2f}x")
+    print(f"sender: batch --deliver: {ok}/{n} over one HTTP/2 connection to e2ee-gateway on loopback (gateway sink: {sink}) "
+          f"in {elapsed:.2f} s: {ok/elapsed:,.0f} pushes/s, client CPU {batch_cpu / n * 1e6:.0f} us/push "
+          f"(sealing + transport; the gateway shares the same 2 cores)")
+    print(f"sender: deliver (transport only, request lines sealed beforehand): {d_ok}/{n} in {d_elapsed:.2f} s: "
+          f"{d_ok/d_elapsed:,.0f} pushes/s, client CPU {d_cpu / n * 1e6:.0f} us/push")
     return {"offline_msgs_per_s": offline, "delivered": ok, "pushes_per_s": ok / elapsed}
 
 def filter_run(bin_dir, work, n, stream_from_sender=False, sample_s=0.1):

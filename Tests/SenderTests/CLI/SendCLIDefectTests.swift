@@ -185,4 +185,31 @@ struct SendCLIDefectTests {
         #expect(flag.status == 64)
         #expect(flag.stderr.contains("--call-id"))
     }
+
+    @Test("--deliver: the client's log lines go to stderr; stdout holds only the result line")
+    func logsNeverOnStdout() throws {
+        let dir = try Self.keys()
+        // A real .p8 key, made as a user makes one for the local gateway.
+        let gateway = try CLI.binary().replacingOccurrences(of: "/e2ee-send", with: "/e2ee-gateway")
+        let made = Process()
+        made.executableURL = URL(fileURLWithPath: gateway)
+        made.arguments = ["provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", dir]
+        made.standardOutput = FileHandle.nullDevice
+        made.standardError = FileHandle.nullDevice
+        try made.run()
+        made.waitUntilExit()
+        try #require(made.terminationStatus == 0)
+        // Nothing listens on port 9 of loopback: the push is not answered and the client logs a warning.
+        let r = try CLI.run([
+            "text", "--identity", "\(dir)/alice.identity", "--contacts", dir, "--to", "bob", "--body", "x",
+            "--deliver", "--apns-url", "https://127.0.0.1:9", "--apns-key-file", "\(dir)/AuthKey_KEY1234567.p8",
+            "--apns-key-id", "KEY1234567", "--apns-team-id", "TEAM123456", "--timeout", "5",
+        ])
+        #expect(r.status == 75, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n")
+        #expect(lines.count == 1, "stdout: \(r.stdout)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+        #expect(json["ok"] as? Bool == false)
+        #expect(r.stderr.contains("push not answered by APNs"))
+    }
 }
