@@ -7,6 +7,11 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 @Suite("FilterStateStore: file, schema and transactions")
 struct FilterStateStoreTests {
@@ -146,12 +151,67 @@ struct FilterStateStoreTests {
         let path = dir.file("other.sqlite")
         let other = try SQLiteDatabase(path: path)
         try other.execute("CREATE TABLE contacts (name TEXT); INSERT INTO contacts VALUES ('x')")
+        #expect(chmod(path, 0o600) == 0)  // private, so the refusal below is about whose file it is
         let error = #expect(throws: FilterStateError.self) { try openStore(path) }
         #expect(error?.code == .foreignDatabase)
         let tables = try other.withStatement("SELECT count(*) FROM sqlite_schema") { s throws(FilterStateError) in
             try s.step() ? s.int64(0) : -1
         }
         #expect(tables == 1)
+    }
+
+    @Test("a new state file and its -wal and -shm files are created with mode 0600")
+    func newFileIsPrivate() throws {
+        let dir = ScratchDirectory()
+        let path = dir.file("state.sqlite")
+        let previous = umask(0o022)  // the usual umask, which would leave a file created 0644
+        defer { umask(previous) }
+        let store = try openStore(path)
+        _ = try store.transaction { tx throws in
+            try tx.insertMessageID(account: "a", messageID: messageID(1), sentAtMs: 1)
+        }
+        #expect(fileMode(path) == 0o600)
+        #expect(fileMode(path + "-wal") == 0o600)
+        #expect(fileMode(path + "-shm") == 0o600)
+    }
+
+    @Test("a state file readable by others is refused with insecureFile and a chmod 600 message, unchanged")
+    func sharedFileRefused() throws {
+        let dir = ScratchDirectory()
+        let path = dir.file("state.sqlite")
+        do {
+            let store = try openStore(path)
+            _ = try store.transaction { tx throws in
+                try tx.insertMessageID(account: "a", messageID: messageID(1), sentAtMs: 1)
+            }
+        }
+        let before = try #require(FileManager.default.contents(atPath: path))
+        #expect(chmod(path, 0o644) == 0)
+        let error = #expect(throws: FilterStateError.self) { try openStore(path) }
+        #expect(error?.code == .insecureFile)
+        #expect(error?.message.contains("run chmod 600 \(path)") == true)
+        #expect(error?.message.contains("mode 644") == true)
+        #expect(FileManager.default.contents(atPath: path) == before)
+        #expect(fileMode(path) == 0o644)
+
+        #expect(chmod(path, 0o600) == 0)
+        let reopened = try openStore(path)
+        let seenBefore = try reopened.transaction { tx throws in
+            try tx.insertMessageID(account: "a", messageID: messageID(1), sentAtMs: 1)
+        }
+        #expect(seenBefore == false)  // once private again, the file opens with its state
+    }
+
+    @Test("a -wal or -shm file readable by others is refused with insecureFile", arguments: ["-wal", "-shm"])
+    func sharedCompanionRefused(suffix: String) throws {
+        let dir = ScratchDirectory()
+        let path = dir.file("state.sqlite")
+        do { _ = try openStore(path) }
+        writeScratchFile(path + suffix, [])
+        #expect(chmod(path + suffix, 0o640) == 0)
+        let error = #expect(throws: FilterStateError.self) { try openStore(path) }
+        #expect(error?.code == .insecureFile)
+        #expect(error?.message.contains("run chmod 600 \(path + suffix)") == true)
     }
 
     @Test("a newer schema version gives schemaTooNew")
