@@ -91,9 +91,25 @@ struct AccountFlags: ParsableArguments {
         options.policy.unknownSender = self.unknownSender == "silence" ? .silence : .fallback
         options.policy.clockSkewMs = self.clockSkewMs
         options.policy.replayRetentionMs = self.replayRetentionHours * 3_600_000
-        if let fixed = ProcessInfo.processInfo.environment["E2EE_FILTER_NOW_MS"].flatMap(Int64.init) {
-            options.now = { fixed }  // tests and the demo only
+        #if DEBUG
+        // A test hook: a fixed clock. It exists only in debug builds (the shipped, release binary always uses the
+        // real clock) and says so on stderr whenever it is used.
+        if let value = ProcessInfo.processInfo.environment["E2EE_FILTER_NOW_MS"] {
+            if let fixed = Int64(value) {
+                writeStderr(
+                    Data(
+                        ("e2ee-filter: warning: E2EE_FILTER_NOW_MS=\(fixed) replaces the clock "
+                            + "(debug builds only, for tests)\n").utf8
+                    )
+                )
+                options.now = { fixed }
+            } else {
+                writeStderr(
+                    Data("e2ee-filter: warning: E2EE_FILTER_NOW_MS is not an integer; the real clock is used\n".utf8)
+                )
+            }
         }
+        #endif
         return options
     }
 
