@@ -123,8 +123,15 @@ extension FilterEngine {
         let sentAt = Int64(clamping: message.sentAtMs)
         if sentAt > nowMs + self.policy.clockSkewMs { return finish(.fallback, FilterReason.clock) }
         if sentAt < nowMs - self.policy.replayRetentionMs { return finish(.fallback, FilterReason.stale) }
-        // Replay: the same message id within the retention window.
-        guard try tx.insertMessageID(account: account, messageID: message.messageID.bytes, sentAtMs: sentAt) else {
+        // Replay: the same sender's message id within the retention window (ids are per sender: PROTOCOL.md §9).
+        guard
+            try tx.insertMessageID(
+                account: account,
+                sender: message.senderUserID,
+                messageID: message.messageID.bytes,
+                sentAtMs: sentAt
+            )
+        else {
             return finish(.silence, FilterReason.replay)
         }
 

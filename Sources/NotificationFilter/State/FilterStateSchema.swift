@@ -7,7 +7,7 @@ enum FilterStateSchema {
     /// "E2EF" in ASCII: marks a file as this filter's state.
     static let applicationID: Int64 = 0x4532_4546
     /// The schema version this build writes.
-    static let currentVersion: Int64 = 1
+    static let currentVersion: Int64 = 2
 
     /// The DDL of version 1. Call ids are canonical UUID strings; message ids 16-byte blobs.
     static let version1 = """
@@ -59,6 +59,23 @@ enum FilterStateSchema {
         );
         """
 
+    /// Version 2: message ids are remembered per sender, so one contact cannot silence another's message by
+    /// reusing its id. Rows of version 1 keep an empty sender: they stand for "any sender" until they age out.
+    static let version2 = """
+        CREATE TABLE replay_v2 (
+            account TEXT NOT NULL,
+            sender TEXT NOT NULL,
+            message_id BLOB NOT NULL CHECK (length(message_id) = 16),
+            sent_at_ms INTEGER NOT NULL,
+            PRIMARY KEY (account, sender, message_id)
+        ) WITHOUT ROWID;
+        INSERT INTO replay_v2 (account, sender, message_id, sent_at_ms)
+            SELECT account, '', message_id, sent_at_ms FROM replay;
+        DROP TABLE replay;
+        ALTER TABLE replay_v2 RENAME TO replay;
+        CREATE INDEX replay_by_sent_at ON replay (sent_at_ms);
+        """
+
     /// Makes `database` hold the current schema, or throws if it is not ours to change.
     static func prepare(_ database: SQLiteDatabase, path: String) throws(FilterStateError) {
         let appID = try database.withStatement("PRAGMA application_id") { statement throws(FilterStateError) in
@@ -99,6 +116,9 @@ enum FilterStateSchema {
         do {
             if version < 1 {
                 try database.execute(version1)
+            }
+            if version < 2 {
+                try database.execute(version2)
             }
             // PRAGMA values cannot be bound; both are integer constants of this file.
             try database.execute("PRAGMA application_id = \(applicationID)")

@@ -243,6 +243,24 @@ struct DecisionRuleTests {
         #expect(d.decision == (policy == .fallback ? FilterDecision.Action.fallback : FilterDecision.Action.silence))
     }
 
+    @Test("message ids are per sender: two contacts using the same id are both decided; a repeat is a replay")
+    func replayIsPerSender() async throws {
+        let h = try EngineHarness()
+        let shared = MessageID.random()
+        let text = { (body: String) in MessageContent.text(TextMessage(threadID: "", title: "", body: body)) }
+        let fromAlice = try await h.decide(h.body(text("from alice"), messageID: shared))
+        let fromCarol = try await h.decide(h.body(text("from carol"), from: h.carol, messageID: shared))
+        let aliceAgain = try await h.decide(h.body(text("alice again"), messageID: shared))
+        let carolAgain = try await h.decide(h.body(text("carol again"), from: h.carol, messageID: shared))
+        #expect(
+            [fromAlice, fromCarol, aliceAgain, carolAgain].map(\.decision) == [.alert, .alert, .silence, .silence]
+        )
+        #expect([fromAlice, fromCarol, aliceAgain, carolAgain].map(\.reason) == ["text", "text", "replay", "replay"])
+        #expect(fromAlice.alert?.title == "Alice Example")
+        #expect(fromCarol.alert?.title == "Carol Example")
+        #expect(fromCarol.alert?.body == "from carol")
+    }
+
     @Test("a ring that times out ends as unanswered and is logged as missed")
     func ringTimeout() async throws {
         let h = try EngineHarness()

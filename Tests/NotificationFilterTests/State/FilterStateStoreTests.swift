@@ -20,7 +20,7 @@ struct FilterStateStoreTests {
         let dir = ScratchDirectory()
         let store = try openStore(dir.file("state.sqlite"))
         _ = try store.transaction { tx throws in
-            try tx.insertMessageID(account: "a", messageID: messageID(1), sentAtMs: 1)
+            try tx.insertMessageID(account: "a", sender: "carol", messageID: messageID(1), sentAtMs: 1)
         }
         let pragmas = try store.transaction { tx throws in
             try tx.database.withStatement("PRAGMA journal_mode") { s throws(FilterStateError) in
@@ -45,7 +45,7 @@ struct FilterStateStoreTests {
                     }
                 )
         }
-        #expect(pragmas == "wal,1,\(0x4532_4546),2")  // synchronous FULL = 2
+        #expect(pragmas == "wal,2,\(0x4532_4546),2")  // schema version 2; synchronous FULL = 2
         #expect(fileExists(dir.file("state.sqlite-wal")))
     }
 
@@ -56,7 +56,7 @@ struct FilterStateStoreTests {
         let callID = UUID()
         #expect(throws: TestFailure()) {
             try store.transaction { tx throws in
-                #expect(try tx.insertMessageID(account: "a", messageID: messageID(1), sentAtMs: 10))
+                #expect(try tx.insertMessageID(account: "a", sender: "carol", messageID: messageID(1), sentAtMs: 10))
                 try tx.setCallState(CallStateRecord(account: "a", callID: callID, state: .ringing, updatedAtMs: 10))
                 try tx.recordDecision(seq: 1, line: "{\"seq\":1}")
                 try tx.setSpoolProgress(path: "/spool", SpoolProgress(byteOffset: 100, lastSeq: 1))
@@ -79,7 +79,7 @@ struct FilterStateStoreTests {
         }
         let after = try store.transaction { tx throws in
             (
-                try tx.insertMessageID(account: "a", messageID: messageID(1), sentAtMs: 10),
+                try tx.insertMessageID(account: "a", sender: "carol", messageID: messageID(1), sentAtMs: 10),
                 try tx.callState(account: "a", callID: callID),
                 try tx.decision(forSeq: 1),
                 try tx.spoolProgress(path: "/spool"),
@@ -104,7 +104,7 @@ struct FilterStateStoreTests {
         #expect(throws: FilterStateError.self) {
             try store.transaction { tx throws in
                 try tx.recordDecision(seq: 7, line: "x")
-                _ = try tx.insertMessageID(account: "a", messageID: [1, 2, 3], sentAtMs: 1)
+                _ = try tx.insertMessageID(account: "a", sender: "carol", messageID: [1, 2, 3], sentAtMs: 1)
             }
         }
         #expect(try store.transaction { tx throws in try tx.decision(forSeq: 7) } == nil)
@@ -118,7 +118,7 @@ struct FilterStateStoreTests {
         do {
             let store = try openStore(path)
             try store.transaction { tx throws in
-                _ = try tx.insertMessageID(account: "a", messageID: messageID(9), sentAtMs: 5)
+                _ = try tx.insertMessageID(account: "a", sender: "carol", messageID: messageID(9), sentAtMs: 5)
                 try tx.setCallState(CallStateRecord(account: "a", callID: callID, state: .active, updatedAtMs: 5))
                 try tx.recordDecision(seq: 42, line: "line-42")
                 try tx.setSpoolProgress(path: "/s", SpoolProgress(byteOffset: 4096, lastSeq: 42))
@@ -127,7 +127,9 @@ struct FilterStateStoreTests {
         }
         let reopened = try openStore(path)
         try reopened.transaction { tx throws in
-            #expect(try tx.insertMessageID(account: "a", messageID: messageID(9), sentAtMs: 5) == false)
+            #expect(
+                try tx.insertMessageID(account: "a", sender: "carol", messageID: messageID(9), sentAtMs: 5) == false
+            )
             #expect(try tx.callState(account: "a", callID: callID)?.state == .active)
             #expect(try tx.decision(forSeq: 42) == "line-42")
             #expect(try tx.lastDecidedSeq() == 42)
@@ -168,7 +170,7 @@ struct FilterStateStoreTests {
         defer { umask(previous) }
         let store = try openStore(path)
         _ = try store.transaction { tx throws in
-            try tx.insertMessageID(account: "a", messageID: messageID(1), sentAtMs: 1)
+            try tx.insertMessageID(account: "a", sender: "carol", messageID: messageID(1), sentAtMs: 1)
         }
         #expect(fileMode(path) == 0o600)
         #expect(fileMode(path + "-wal") == 0o600)
@@ -182,7 +184,7 @@ struct FilterStateStoreTests {
         do {
             let store = try openStore(path)
             _ = try store.transaction { tx throws in
-                try tx.insertMessageID(account: "a", messageID: messageID(1), sentAtMs: 1)
+                try tx.insertMessageID(account: "a", sender: "carol", messageID: messageID(1), sentAtMs: 1)
             }
         }
         let before = try #require(FileManager.default.contents(atPath: path))
@@ -197,7 +199,7 @@ struct FilterStateStoreTests {
         #expect(chmod(path, 0o600) == 0)
         let reopened = try openStore(path)
         let seenBefore = try reopened.transaction { tx throws in
-            try tx.insertMessageID(account: "a", messageID: messageID(1), sentAtMs: 1)
+            try tx.insertMessageID(account: "a", sender: "carol", messageID: messageID(1), sentAtMs: 1)
         }
         #expect(seenBefore == false)  // once private again, the file opens with its state
     }

@@ -15,11 +15,87 @@ struct FilterStateTablesTests {
         let dir = ScratchDirectory()
         let store = try openStore(dir.file("s.sqlite"))
         try store.transaction { tx throws in
-            #expect(try tx.insertMessageID(account: "alice", messageID: messageID(1), sentAtMs: 100) == true)
-            #expect(try tx.insertMessageID(account: "alice", messageID: messageID(1), sentAtMs: 999) == false)
-            #expect(try tx.insertMessageID(account: "bob", messageID: messageID(1), sentAtMs: 100) == true)
-            #expect(try tx.insertMessageID(account: "alice", messageID: messageID(2), sentAtMs: 100) == true)
+            #expect(
+                try tx.insertMessageID(account: "alice", sender: "carol", messageID: messageID(1), sentAtMs: 100)
+                    == true
+            )
+            #expect(
+                try tx.insertMessageID(account: "alice", sender: "carol", messageID: messageID(1), sentAtMs: 999)
+                    == false
+            )
+            #expect(
+                try tx.insertMessageID(account: "bob", sender: "carol", messageID: messageID(1), sentAtMs: 100) == true
+            )
+            #expect(
+                try tx.insertMessageID(account: "alice", sender: "carol", messageID: messageID(2), sentAtMs: 100)
+                    == true
+            )
         }
+    }
+
+    @Test("replay set: ids are per sender; the same id from another sender is new, from the same sender a replay")
+    func replayPerSender() throws {
+        let dir = ScratchDirectory()
+        let store = try openStore(dir.file("s.sqlite"))
+        let results = try store.transaction { tx throws in
+            [
+                try tx.insertMessageID(account: "bob", sender: "alice", messageID: messageID(1), sentAtMs: 100),
+                try tx.insertMessageID(account: "bob", sender: "carol", messageID: messageID(1), sentAtMs: 100),
+                try tx.insertMessageID(account: "bob", sender: "alice", messageID: messageID(1), sentAtMs: 100),
+                try tx.insertMessageID(account: "bob", sender: "carol", messageID: messageID(1), sentAtMs: 100),
+            ]
+        }
+        #expect(results == [true, true, false, false])
+        let empty = #expect(throws: FilterStateError.self) {
+            try store.transaction { tx throws in
+                try tx.insertMessageID(account: "bob", sender: "", messageID: messageID(2), sentAtMs: 1)
+            }
+        }
+        #expect(empty?.code == .invalidArgument)
+    }
+
+    @Test("replay set: a version 1 file is migrated; its ids (no sender) stay replays for every sender")
+    func replayMigrationFromVersion1() throws {
+        let dir = ScratchDirectory()
+        let path = dir.file("v1.sqlite")
+        writeScratchFile(path, [])  // 0600, as the store requires
+        do {
+            let v1 = try SQLiteDatabase(path: path)
+            try v1.execute(FilterStateSchema.version1)
+            try v1.execute("PRAGMA application_id = \(FilterStateSchema.applicationID)")
+            try v1.execute("PRAGMA user_version = 1")
+            try v1.withStatement("INSERT INTO replay (account, message_id, sent_at_ms) VALUES ('bob', ?1, 100)") {
+                s throws(FilterStateError) in
+                try s.bind(messageID(7), at: 1)
+                try s.run()
+            }
+        }
+        let store = try openStore(path)
+        let (version, legacy, fresh, pruned) = try store.transaction { tx throws in
+            (
+                try tx.database.withStatement("PRAGMA user_version") { s throws(FilterStateError) in
+                    try s.step() ? s.int64(0) : -1
+                },
+                [
+                    try tx.insertMessageID(account: "bob", sender: "alice", messageID: messageID(7), sentAtMs: 100),
+                    try tx.insertMessageID(account: "bob", sender: "carol", messageID: messageID(7), sentAtMs: 100),
+                ],
+                [
+                    try tx.insertMessageID(account: "bob", sender: "alice", messageID: messageID(8), sentAtMs: 200),
+                    try tx.insertMessageID(account: "bob", sender: "carol", messageID: messageID(8), sentAtMs: 200),
+                    try tx.insertMessageID(account: "bob", sender: "carol", messageID: messageID(8), sentAtMs: 200),
+                ],
+                try tx.pruneReplay(olderThanMs: 150)
+            )
+        }
+        #expect(version == 2)
+        #expect(legacy == [false, false])
+        #expect(fresh == [true, true, false])
+        #expect(pruned == 1)  // the migrated row still ages out by its send time
+        let afterPrune = try store.transaction { tx throws in
+            try tx.insertMessageID(account: "bob", sender: "alice", messageID: messageID(7), sentAtMs: 300)
+        }
+        #expect(afterPrune == true)
     }
 
     @Test("replay set: a message id of the wrong length is refused", arguments: [0, 15, 17, 32])
@@ -28,7 +104,12 @@ struct FilterStateTablesTests {
         let store = try openStore(dir.file("s.sqlite"))
         let error = #expect(throws: FilterStateError.self) {
             try store.transaction { tx throws in
-                try tx.insertMessageID(account: "a", messageID: Array(repeating: 1, count: length), sentAtMs: 1)
+                try tx.insertMessageID(
+                    account: "a",
+                    sender: "carol",
+                    messageID: Array(repeating: 1, count: length),
+                    sentAtMs: 1
+                )
             }
         }
         #expect(error?.code == .invalidArgument)
@@ -40,7 +121,12 @@ struct FilterStateTablesTests {
         let store = try openStore(dir.file("s.sqlite"))
         try store.transaction { tx throws in
             for n in UInt8(0)..<10 {
-                _ = try tx.insertMessageID(account: "a", messageID: messageID(n), sentAtMs: Int64(n) * 1000)
+                _ = try tx.insertMessageID(
+                    account: "a",
+                    sender: "carol",
+                    messageID: messageID(n),
+                    sentAtMs: Int64(n) * 1000
+                )
             }
         }
         let removed = try store.transaction { tx throws in try tx.pruneReplay(olderThanMs: 5000) }
@@ -48,10 +134,14 @@ struct FilterStateTablesTests {
         try store.transaction { tx throws in
             // 5...9 are kept (still replays); 0...4 were forgotten (new again).
             for n in UInt8(5)..<10 {
-                #expect(try tx.insertMessageID(account: "a", messageID: messageID(n), sentAtMs: 0) == false)
+                #expect(
+                    try tx.insertMessageID(account: "a", sender: "carol", messageID: messageID(n), sentAtMs: 0) == false
+                )
             }
             for n in UInt8(0)..<5 {
-                #expect(try tx.insertMessageID(account: "a", messageID: messageID(n), sentAtMs: 0) == true)
+                #expect(
+                    try tx.insertMessageID(account: "a", sender: "carol", messageID: messageID(n), sentAtMs: 0) == true
+                )
             }
         }
     }
