@@ -7,7 +7,7 @@ enum FilterStateSchema {
     /// "E2EF" in ASCII: marks a file as this filter's state.
     static let applicationID: Int64 = 0x4532_4546
     /// The schema version this build writes.
-    static let currentVersion: Int64 = 2
+    static let currentVersion: Int64 = 3
 
     /// The DDL of version 1. Call ids are canonical UUID strings; message ids 16-byte blobs.
     static let version1 = """
@@ -76,6 +76,25 @@ enum FilterStateSchema {
         CREATE INDEX replay_by_sent_at ON replay (sent_at_ms);
         """
 
+    /// Version 3: a call remembers who invited (only that user's cancel ends it), and a cancel that came before
+    /// its invite remembers who sent it (it cancels only that user's invite). Rows of older versions have no
+    /// caller (NULL) or an empty sender: they match any user, as before.
+    static let version3 = """
+        ALTER TABLE call_state ADD COLUMN caller TEXT;
+        CREATE TABLE early_cancel_v3 (
+            account TEXT NOT NULL,
+            call_id TEXT NOT NULL,
+            sender TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            at_ms INTEGER NOT NULL,
+            PRIMARY KEY (account, call_id, sender)
+        ) WITHOUT ROWID;
+        INSERT INTO early_cancel_v3 (account, call_id, sender, reason, at_ms)
+            SELECT account, call_id, '', reason, at_ms FROM early_cancel;
+        DROP TABLE early_cancel;
+        ALTER TABLE early_cancel_v3 RENAME TO early_cancel;
+        """
+
     /// Makes `database` hold the current schema, or throws if it is not ours to change.
     static func prepare(_ database: SQLiteDatabase, path: String) throws(FilterStateError) {
         let appID = try database.withStatement("PRAGMA application_id") { statement throws(FilterStateError) in
@@ -119,6 +138,9 @@ enum FilterStateSchema {
             }
             if version < 2 {
                 try database.execute(version2)
+            }
+            if version < 3 {
+                try database.execute(version3)
             }
             // PRAGMA values cannot be bound; both are integer constants of this file.
             try database.execute("PRAGMA application_id = \(applicationID)")

@@ -84,7 +84,7 @@ public struct FilterStateTransaction: ~Copyable {
     /// - Throws: ``FilterStateError`` on a SQLite failure.
     public func callState(account: String, callID: UUID) throws(FilterStateError) -> CallStateRecord? {
         try database.withStatement(
-            "SELECT state, updated_at_ms, end_reason FROM call_state WHERE account = ?1 AND call_id = ?2"
+            "SELECT state, updated_at_ms, end_reason, caller FROM call_state WHERE account = ?1 AND call_id = ?2"
         ) { statement throws(FilterStateError) in
             try statement.bind(account, at: 1)
             try statement.bind(callID.uuidString, at: 2)
@@ -94,20 +94,24 @@ public struct FilterStateTransaction: ~Copyable {
                 callID: callID,
                 state: StoredCallState(rawValue: statement.text(0)),
                 updatedAtMs: statement.int64(1),
-                endReason: statement.optionalText(2)
+                endReason: statement.optionalText(2),
+                callerUserID: statement.optionalText(3)
             )
         }
     }
 
-    /// Creates or replaces the remembered state of a call.
+    /// Creates or replaces the remembered state of a call (a nil ``CallStateRecord/callerUserID`` keeps the
+    /// caller already stored).
     ///
     /// - Throws: ``FilterStateError`` on a SQLite failure.
     public func setCallState(_ record: CallStateRecord) throws(FilterStateError) {
         try database.withStatement(
             """
-            INSERT INTO call_state (account, call_id, state, updated_at_ms, end_reason) VALUES (?1, ?2, ?3, ?4, ?5)
+            INSERT INTO call_state (account, call_id, state, updated_at_ms, end_reason, caller)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6)
             ON CONFLICT (account, call_id) DO UPDATE SET
-                state = excluded.state, updated_at_ms = excluded.updated_at_ms, end_reason = excluded.end_reason
+                state = excluded.state, updated_at_ms = excluded.updated_at_ms, end_reason = excluded.end_reason,
+                caller = coalesce(excluded.caller, call_state.caller)
             """
         ) { statement throws(FilterStateError) in
             try statement.bind(record.account, at: 1)
@@ -115,6 +119,7 @@ public struct FilterStateTransaction: ~Copyable {
             try statement.bind(record.state.rawValue, at: 3)
             try statement.bind(record.updatedAtMs, at: 4)
             try statement.bind(record.endReason, at: 5)
+            try statement.bind(record.callerUserID, at: 6)
             try statement.run()
         }
     }
@@ -125,7 +130,7 @@ public struct FilterStateTransaction: ~Copyable {
     public func calls(in state: StoredCallState) throws(FilterStateError) -> [CallStateRecord] {
         try database.withStatement(
             """
-            SELECT account, call_id, updated_at_ms, end_reason FROM call_state WHERE state = ?1
+            SELECT account, call_id, updated_at_ms, end_reason, caller FROM call_state WHERE state = ?1
             ORDER BY updated_at_ms, account, call_id
             """
         ) { statement throws(FilterStateError) in
@@ -139,7 +144,8 @@ public struct FilterStateTransaction: ~Copyable {
                         callID: callID,
                         state: state,
                         updatedAtMs: statement.int64(2),
-                        endReason: statement.optionalText(3)
+                        endReason: statement.optionalText(3),
+                        callerUserID: statement.optionalText(4)
                     )
                 )
             }

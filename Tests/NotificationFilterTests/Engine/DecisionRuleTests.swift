@@ -106,6 +106,51 @@ struct DecisionRuleTests {
         #expect(await h.reporter.reporter.counters.handoffs == 0)
     }
 
+    @Test("a cancel from another contact (carol) leaves alice's call to bob ringing: cancel-not-from-caller")
+    func cancelFromAnotherUserIsIgnored() async throws {
+        let h = try EngineHarness()
+        let callID = UUID()
+        let invite = try await h.decide(h.body(EngineHarness.invite(callID)))
+        #expect(invite.decision == .ring)
+        for reason in [CallCancelReason.remoteEnded, .answeredElsewhere, .declinedElsewhere] {
+            let forged = try await h.decide(
+                h.body(.callCancel(CallCancel(callID: callID, reason: reason)), from: h.carol)
+            )
+            #expect(forged.decision == .silence)
+            #expect(forged.reason == "cancel-not-from-caller")
+            #expect(forged.callID == callID)
+        }
+        #expect(h.eventKinds() == ["ringing"])
+        #expect(await h.reporter.provider.liveCalls.count == 1)
+        let state = try h.store.transaction { tx in try tx.callState(account: "bob", callID: callID) }
+        #expect(state?.state == .ringing)
+        #expect(state?.callerUserID == "alice")
+        #expect(try h.store.transaction { tx in try tx.missedCalls(account: "bob") }.isEmpty)
+
+        // alice's own cancel still ends it.
+        let real = try await h.decide(h.body(.callCancel(CallCancel(callID: callID, reason: .answeredElsewhere))))
+        #expect(real.reason == "call-cancelled")
+        #expect(h.eventKinds() == ["ringing", "ended"])
+        #expect(await h.reporter.provider.liveCalls.isEmpty)
+        #expect(await h.reporter.violations == 0)
+    }
+
+    @Test("a cancel from another contact that arrives BEFORE alice's invite does not stop the ring")
+    func earlyCancelFromAnotherUserIsIgnored() async throws {
+        let h = try EngineHarness()
+        let callID = UUID()
+        let forged = try await h.decide(
+            h.body(.callCancel(CallCancel(callID: callID, reason: .remoteEnded)), from: h.carol)
+        )
+        #expect(forged.decision == .silence)
+        #expect(forged.reason == "cancel-before-invite")
+        let invite = try await h.decide(h.body(EngineHarness.invite(callID)))
+        #expect(invite.decision == .ring)
+        #expect(invite.reason == "fresh-invite")
+        #expect(h.eventKinds() == ["ringing"])
+        #expect(try h.store.transaction { tx in try tx.missedCalls(account: "bob") }.isEmpty)
+    }
+
     @Test("text → alert with the sender's display name, title and body")
     func textAlerts() async throws {
         let h = try EngineHarness()

@@ -45,7 +45,7 @@ struct FilterStateStoreTests {
                     }
                 )
         }
-        #expect(pragmas == "wal,2,\(0x4532_4546),2")  // schema version 2; synchronous FULL = 2
+        #expect(pragmas == "wal,3,\(0x4532_4546),2")  // schema version 3; synchronous FULL = 2
         #expect(fileExists(dir.file("state.sqlite-wal")))
     }
 
@@ -84,7 +84,7 @@ struct FilterStateStoreTests {
                 try tx.decision(forSeq: 1),
                 try tx.spoolProgress(path: "/spool"),
                 try tx.pendingCount(),
-                try tx.consumeEarlyCancel(account: "a", callID: callID),
+                try tx.consumeEarlyCancel(account: "a", callID: callID, caller: "alice"),
                 try tx.missedCalls()
             )
         }
