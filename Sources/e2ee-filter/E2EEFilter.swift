@@ -14,8 +14,8 @@ import Glibc
 #endif
 
 /// `e2ee-filter`: the device side. Decrypts payloads, decides what each becomes, hands live calls to the call
-/// reporter. Exit codes: 0 ok (also after SIGTERM); 64 usage; 66 a key, contacts or spool file is missing;
-/// 70 the state file cannot be used; 77 a secret file is readable by others.
+/// reporter. Exit codes: 0 ok (also after SIGTERM); 64 usage; 66 a key, contacts or spool file is missing or
+/// unreadable; 70 the state file cannot be used, or another internal failure; 77 a secret file is readable by others.
 @main
 struct E2EEFilter: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -91,9 +91,25 @@ struct AccountFlags: ParsableArguments {
         options.policy.unknownSender = self.unknownSender == "silence" ? .silence : .fallback
         options.policy.clockSkewMs = self.clockSkewMs
         options.policy.replayRetentionMs = self.replayRetentionHours * 3_600_000
-        if let fixed = ProcessInfo.processInfo.environment["E2EE_FILTER_NOW_MS"].flatMap(Int64.init) {
-            options.now = { fixed }  // tests and the demo only
+        #if DEBUG
+        // A test hook: a fixed clock. It exists only in debug builds (the shipped, release binary always uses the
+        // real clock) and says so on stderr whenever it is used.
+        if let value = ProcessInfo.processInfo.environment["E2EE_FILTER_NOW_MS"] {
+            if let fixed = Int64(value) {
+                writeStderr(
+                    Data(
+                        ("e2ee-filter: warning: E2EE_FILTER_NOW_MS=\(fixed) replaces the clock "
+                            + "(debug builds only, for tests)\n").utf8
+                    )
+                )
+                options.now = { fixed }
+            } else {
+                writeStderr(
+                    Data("e2ee-filter: warning: E2EE_FILTER_NOW_MS is not an integer; the real clock is used\n".utf8)
+                )
+            }
         }
+        #endif
         return options
     }
 
@@ -126,14 +142,23 @@ func runMapped(_ body: () async throws -> Void) async throws {
         let status: Int32 =
             switch error.code {
             case .insecureFile, .locked: 77
-            case .keyFile: 66
-            default: 65
+            // Any other code from loading keys or cards means a key file that cannot be used.
+            default: 66
             }
         throw ExitCode(status)
     } catch let error as FilterDaemonError {
         writeStderr(Data("e2ee-filter: error: \(error.message)\n".utf8))
         throw ExitCode(66)
     } catch let error as FilterStateError {
+        writeStderr(Data("e2ee-filter: error: \(error)\n".utf8))
+        throw ExitCode(70)
+    } catch let error as CallSinkError {
+        writeStderr(Data("e2ee-filter: error: \(error.message)\n".utf8))
+        throw ExitCode(error.code == .invalidHookCommand ? 64 : 66)
+    } catch let exit as ExitCode {
+        throw exit
+    } catch {
+        // Nothing else is expected here; still exit with a documented status, never ArgumentParser's 1.
         writeStderr(Data("e2ee-filter: error: \(error)\n".utf8))
         throw ExitCode(70)
     }
@@ -156,6 +181,15 @@ struct Run: AsyncParsableCommand {
     @Option(name: .long, help: "Write call events to this file, or - for stdout.") var events: String?
     @Option(name: .long, help: "A shell command run per call event, with the event JSON on its stdin.") var hook:
         String?
+
+    func validate() throws {
+        if let hook = self.hook, hook.allSatisfy(\.isWhitespace) {
+            throw ValidationError(
+                "--hook is blank: give the shell command to run per call event (it gets the event JSON on stdin), "
+                    + "or leave --hook out"
+            )
+        }
+    }
 
     func run() async throws {
         // A reader that goes away must not kill the daemon mid-batch: writes then fail with EPIPE instead.

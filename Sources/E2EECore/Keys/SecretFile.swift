@@ -22,12 +22,7 @@ public enum SecretFile: Sendable {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw E2EEError(.keyFile, "cannot stat \(path)") }
         guard info.st_mode & S_IFMT == S_IFREG else { throw E2EEError(.keyFile, "\(path) is not a regular file") }
-        guard info.st_mode & 0o077 == 0 else {
-            throw E2EEError(
-                .insecureFile,
-                "\(path) holds secrets but is readable or writable by others (mode \(String(info.st_mode & 0o777, radix: 8))): run chmod 600 \(path)"
-            )
-        }
+        try checkPrivateMode(info.st_mode, path: path)
         let size = Int(info.st_size)
         guard size <= 1 << 20 else { throw E2EEError(.keyFile, "\(path) is too large to be a key file") }
         return try SecureBytes(count: size) { (buffer: UnsafeMutableRawBufferPointer) throws(E2EEError) in
@@ -38,6 +33,30 @@ public enum SecretFile: Sendable {
                 guard n > 0 else { throw E2EEError(.keyFile, "short read from \(path)") }
                 offset += n
             }
+        }
+    }
+
+    /// Checks that an existing file is private to its owner, as ``read(path:)`` requires of a secret file.
+    ///
+    /// - Parameters:
+    ///   - path: The file to check.
+    ///   - contents: What the file holds, for the message ("secrets", "call metadata").
+    /// - Returns: false when there is no file at `path`, true when there is one and it is private.
+    /// - Throws: `.insecureFile` when group or others may read or write it (the message says to `chmod 600`).
+    public static func checkPrivate(path: String, contents: String = "secrets") throws(E2EEError) -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return false }
+        try checkPrivateMode(info.st_mode, path: path, contents: contents)
+        return true
+    }
+
+    /// The one rule for secret files: no permission bit for group or others.
+    static func checkPrivateMode(_ mode: mode_t, path: String, contents: String = "secrets") throws(E2EEError) {
+        guard mode & 0o077 == 0 else {
+            throw E2EEError(
+                .insecureFile,
+                "\(path) holds \(contents) but is readable or writable by others (mode \(String(mode & 0o777, radix: 8))): run chmod 600 \(path)"
+            )
         }
     }
 

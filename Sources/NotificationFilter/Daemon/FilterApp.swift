@@ -80,7 +80,7 @@ public enum FilterApp: Sendable {
             now: options.now,
             logger: logger
         )
-        let accounts = try options.accounts.map { try self.loadAccount($0) }
+        let accounts = try options.accounts.map { try self.loadAccount($0, logger: logger) }
         let engine = try FilterEngine(
             store: store,
             accounts: accounts,
@@ -109,8 +109,8 @@ public enum FilterApp: Sendable {
     }
 
     /// Loads one account: unlocked if its identity is plain or its passphrase file is there, else locked.
-    static func loadAccount(_ options: FilterAppOptions.Account) throws -> FilterAccount {
-        let contacts = try self.loadContacts(folder: options.contacts)
+    static func loadAccount(_ options: FilterAppOptions.Account, logger: Logger) throws -> FilterAccount {
+        let contacts = try self.loadContacts(folder: options.contacts, logger: logger)
         if try Identity.isLocked(path: options.identity) {
             if let file = options.passphraseFile, let passphrase = try? SecretFile.readPassphrase(path: file) {
                 let identity = try Identity.load(path: options.identity, passphrase: passphrase)
@@ -134,8 +134,14 @@ public enum FilterApp: Sendable {
         )
     }
 
-    /// Every `*.card.json` in a folder.
-    public static func loadContacts(folder: String) throws -> ContactBook {
+    /// Every valid `*.card.json` in a folder.
+    ///
+    /// A card that cannot be read or is invalid (a key id that does not match its key, bad JSON...) is refused on
+    /// its own: logged once as an error (its path and what is wrong, never key bytes) and left out, so the other
+    /// contacts keep working and the refused card's sender is an unknown sender.
+    ///
+    /// - Throws: ``FilterDaemonError`` when the folder itself cannot be read.
+    public static func loadContacts(folder: String, logger: Logger) throws -> ContactBook {
         let names: [String]
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: folder)
@@ -144,7 +150,16 @@ public enum FilterApp: Sendable {
         }
         var book = ContactBook()
         for name in names.sorted() where name.hasSuffix(".card.json") {
-            book.add(try ContactCard.load(path: folder + "/" + name))
+            let path = folder + "/" + name
+            do {
+                book.add(try ContactCard.load(path: path))
+            } catch {
+                // The message names the file and the problem; E2EEError messages never hold key material.
+                logger.error(
+                    "contact card refused: \(error.message); its sender is treated as unknown until the card is fixed",
+                    metadata: ["card": "\(path)"]
+                )
+            }
         }
         return book
     }

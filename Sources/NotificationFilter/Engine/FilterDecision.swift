@@ -112,6 +112,8 @@ public enum FilterReason: Sendable {
     public static let callCancelled = "call-cancelled"
     public static let cancelForUnknownCall = "cancel-before-invite"
     public static let cancelForEndedCall = "cancel-for-ended-call"
+    /// A cancel for a known call from a user other than the one who invited: ignored, the call goes on.
+    public static let cancelNotFromCaller = "cancel-not-from-caller"
     public static let receipt = "receipt"
     public static let unknownKind = "unknown-kind"
     public static let replay = "replay"

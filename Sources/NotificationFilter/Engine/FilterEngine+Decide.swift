@@ -123,8 +123,15 @@ extension FilterEngine {
         let sentAt = Int64(clamping: message.sentAtMs)
         if sentAt > nowMs + self.policy.clockSkewMs { return finish(.fallback, FilterReason.clock) }
         if sentAt < nowMs - self.policy.replayRetentionMs { return finish(.fallback, FilterReason.stale) }
-        // Replay: the same message id within the retention window.
-        guard try tx.insertMessageID(account: account, messageID: message.messageID.bytes, sentAtMs: sentAt) else {
+        // Replay: the same sender's message id within the retention window (ids are per sender: PROTOCOL.md §9).
+        guard
+            try tx.insertMessageID(
+                account: account,
+                sender: message.senderUserID,
+                messageID: message.messageID.bytes,
+                sentAtMs: sentAt
+            )
+        else {
             return finish(.silence, FilterReason.replay)
         }
 
@@ -161,7 +168,8 @@ extension FilterEngine {
                         callID: invite.callID,
                         state: .missed,
                         updatedAtMs: nowMs,
-                        endReason: reason
+                        endReason: reason,
+                        callerUserID: message.senderUserID
                     )
                 )
                 _ = try tx.recordMissedCall(
@@ -182,7 +190,8 @@ extension FilterEngine {
                 // Already ringing, active, ended or missed: never a second ring (FIELD-NOTES 7).
                 return finish(.silence, FilterReason.duplicateCall)
             }
-            if try tx.consumeEarlyCancel(account: account, callID: invite.callID) != nil {
+            // Only a cancel from the inviter cancels the invite (a cancel from anyone else is dropped here).
+            if try tx.consumeEarlyCancel(account: account, callID: invite.callID, caller: message.senderUserID) != nil {
                 return try missed(FilterReason.cancelledBeforeInvite)
             }
             let deadline = sentAt + Int64(invite.ringTimeoutSeconds) * 1000 + self.policy.clockSkewMs
@@ -190,7 +199,13 @@ extension FilterEngine {
                 return try missed(FilterReason.inviteExpired)
             }
             try tx.setCallState(
-                CallStateRecord(account: account, callID: invite.callID, state: .ringing, updatedAtMs: nowMs)
+                CallStateRecord(
+                    account: account,
+                    callID: invite.callID,
+                    state: .ringing,
+                    updatedAtMs: nowMs,
+                    callerUserID: message.senderUserID
+                )
             )
             try tx.setRing(
                 RingRecord(
@@ -225,10 +240,16 @@ extension FilterEngine {
                         account: account,
                         callID: cancel.callID,
                         reason: cancel.reason.description,
-                        atMs: nowMs
+                        atMs: nowMs,
+                        senderUserID: message.senderUserID
                     )
                 )
                 return finish(.silence, FilterReason.cancelForUnknownCall)
+            }
+            // Only the user who invited can end the call; anyone else who knows the call id cannot (a call stored
+            // before the caller was recorded has no caller and accepts any contact's cancel, as it did then).
+            if let caller = state.callerUserID, caller != message.senderUserID {
+                return finish(.silence, FilterReason.cancelNotFromCaller)
             }
             guard state.state == .ringing || state.state == .active else {
                 return finish(.silence, FilterReason.cancelForEndedCall)

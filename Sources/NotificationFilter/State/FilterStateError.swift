@@ -12,6 +12,7 @@ public struct FilterStateError: Error, Hashable, Sendable, CustomStringConvertib
             case foreignDatabase
             case schemaTooNew
             case invalidArgument
+            case insecureFile
         }
 
         private let value: Value
@@ -27,6 +28,9 @@ public struct FilterStateError: Error, Hashable, Sendable, CustomStringConvertib
         public static let schemaTooNew = Code(.schemaTooNew)
         /// A caller passed a value the store cannot hold (a message id that is not 16 bytes, a negative offset).
         public static let invalidArgument = Code(.invalidArgument)
+        /// The state file (or its `-wal`/`-shm` companion) may be read or written by group or others; it holds
+        /// call metadata, so it is refused until its owner runs `chmod 600` on it.
+        public static let insecureFile = Code(.insecureFile)
 
         public var description: String {
             switch value {
@@ -35,6 +39,7 @@ public struct FilterStateError: Error, Hashable, Sendable, CustomStringConvertib
             case .foreignDatabase: "foreignDatabase"
             case .schemaTooNew: "schemaTooNew"
             case .invalidArgument: "invalidArgument"
+            case .insecureFile: "insecureFile"
             }
         }
     }

@@ -7,7 +7,7 @@ enum FilterStateSchema {
     /// "E2EF" in ASCII: marks a file as this filter's state.
     static let applicationID: Int64 = 0x4532_4546
     /// The schema version this build writes.
-    static let currentVersion: Int64 = 1
+    static let currentVersion: Int64 = 3
 
     /// The DDL of version 1. Call ids are canonical UUID strings; message ids 16-byte blobs.
     static let version1 = """
@@ -59,6 +59,42 @@ enum FilterStateSchema {
         );
         """
 
+    /// Version 2: message ids are remembered per sender, so one contact cannot silence another's message by
+    /// reusing its id. Rows of version 1 keep an empty sender: they stand for "any sender" until they age out.
+    static let version2 = """
+        CREATE TABLE replay_v2 (
+            account TEXT NOT NULL,
+            sender TEXT NOT NULL,
+            message_id BLOB NOT NULL CHECK (length(message_id) = 16),
+            sent_at_ms INTEGER NOT NULL,
+            PRIMARY KEY (account, sender, message_id)
+        ) WITHOUT ROWID;
+        INSERT INTO replay_v2 (account, sender, message_id, sent_at_ms)
+            SELECT account, '', message_id, sent_at_ms FROM replay;
+        DROP TABLE replay;
+        ALTER TABLE replay_v2 RENAME TO replay;
+        CREATE INDEX replay_by_sent_at ON replay (sent_at_ms);
+        """
+
+    /// Version 3: a call remembers who invited (only that user's cancel ends it), and a cancel that came before
+    /// its invite remembers who sent it (it cancels only that user's invite). Rows of older versions have no
+    /// caller (NULL) or an empty sender: they match any user, as before.
+    static let version3 = """
+        ALTER TABLE call_state ADD COLUMN caller TEXT;
+        CREATE TABLE early_cancel_v3 (
+            account TEXT NOT NULL,
+            call_id TEXT NOT NULL,
+            sender TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            at_ms INTEGER NOT NULL,
+            PRIMARY KEY (account, call_id, sender)
+        ) WITHOUT ROWID;
+        INSERT INTO early_cancel_v3 (account, call_id, sender, reason, at_ms)
+            SELECT account, call_id, '', reason, at_ms FROM early_cancel;
+        DROP TABLE early_cancel;
+        ALTER TABLE early_cancel_v3 RENAME TO early_cancel;
+        """
+
     /// Makes `database` hold the current schema, or throws if it is not ours to change.
     static func prepare(_ database: SQLiteDatabase, path: String) throws(FilterStateError) {
         let appID = try database.withStatement("PRAGMA application_id") { statement throws(FilterStateError) in
@@ -99,6 +135,12 @@ enum FilterStateSchema {
         do {
             if version < 1 {
                 try database.execute(version1)
+            }
+            if version < 2 {
+                try database.execute(version2)
+            }
+            if version < 3 {
+                try database.execute(version3)
             }
             // PRAGMA values cannot be bound; both are integer constants of this file.
             try database.execute("PRAGMA application_id = \(applicationID)")

@@ -1,5 +1,12 @@
+import E2EECore
 public import Logging
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The filter's durable state: one SQLite file, changed only in whole transactions.
 ///
@@ -25,8 +32,14 @@ public final class FilterStateStore: Sendable {
     ///   - logger: Where open and rollback events are logged (never payloads or message ids).
     /// - Throws: ``FilterStateError`` with `.corruptDatabase` for a file that is not SQLite,
     ///   `.foreignDatabase` for another application's database, `.schemaTooNew` for a newer schema,
-    ///   or `.sqlite` for I/O and permission failures.
+    ///   `.insecureFile` when the file or its `-wal`/`-shm` companion is readable or writable by group or
+    ///   others, or `.sqlite` for I/O and permission failures.
     public init(path: String, busyTimeoutMilliseconds: Int = 5_000, logger: Logger) throws(FilterStateError) {
+        // The file holds call metadata (caller handles, names, times): private to its owner, like a key file.
+        // A new file is created 0600 before SQLite opens it; SQLite gives `-wal` and `-shm` the database's mode.
+        try Self.requirePrivate(path: path, create: true)
+        try Self.requirePrivate(path: path + "-wal", create: false)
+        try Self.requirePrivate(path: path + "-shm", create: false)
         let database = try SQLiteDatabase(path: path)
         try database.execute("PRAGMA busy_timeout = \(max(0, busyTimeoutMilliseconds))")
         let mode = try database.withStatement("PRAGMA journal_mode = WAL") { statement throws(FilterStateError) in
@@ -40,11 +53,48 @@ public final class FilterStateStore: Sendable {
             )
         }
         try database.execute("PRAGMA synchronous = FULL")
+        try Self.requirePrivate(path: path + "-wal", create: false)
+        try Self.requirePrivate(path: path + "-shm", create: false)
         try FilterStateSchema.prepare(database, path: path)
         self.database = Mutex(database)
         self.logger = logger
         self.path = path
         logger.debug("filter state opened", metadata: ["schema": "\(FilterStateSchema.currentVersion)"])
+    }
+
+    /// Refuses a file at `path` that group or others may read or write (the same rule as key files,
+    /// ``SecretFile/checkPrivate(path:contents:)``); creates it empty with mode 0600 if it is missing and
+    /// `create` is true.
+    private static func requirePrivate(path: String, create: Bool) throws(FilterStateError) {
+        let exists: Bool
+        do {
+            exists = try SecretFile.checkPrivate(path: path, contents: "the filter's call metadata")
+        } catch {
+            throw FilterStateError(code: .insecureFile, message: error.message)
+        }
+        guard !exists, create else { return }
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd < 0 && errno == EEXIST {
+            // Created by someone else in between: check that one instead.
+            try requirePrivate(path: path, create: false)
+            return
+        }
+        guard fd >= 0 else {
+            throw FilterStateError(
+                code: .sqlite,
+                message: "cannot create the state file \(path): \(String(cString: strerror(errno))); "
+                    + "check that its folder exists and is writable"
+            )
+        }
+        // The umask can only remove bits; fchmod makes sure nothing else is set either.
+        let ok = fchmod(fd, 0o600) == 0
+        close(fd)
+        guard ok else {
+            throw FilterStateError(
+                code: .insecureFile,
+                message: "cannot make the new state file \(path) private: run chmod 600 \(path)"
+            )
+        }
     }
 
     /// Runs `body` in one SQLite transaction, committing if it returns and rolling back if it throws.

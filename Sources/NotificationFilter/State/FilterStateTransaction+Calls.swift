@@ -7,40 +7,59 @@ public import Foundation
 extension FilterStateTransaction {
     // MARK: Cancels before invites
 
-    /// Remembers a cancel whose invite has not arrived yet; a later cancel for the same call replaces it.
+    /// Remembers a cancel whose invite has not arrived yet; a later cancel for the same call from the same sender
+    /// replaces it (cancels from different senders are kept apart: only the inviter's counts).
     ///
     /// - Throws: ``FilterStateError`` on a SQLite failure.
     public func recordEarlyCancel(_ record: EarlyCancelRecord) throws(FilterStateError) {
         try database.withStatement(
-            "INSERT OR REPLACE INTO early_cancel (account, call_id, reason, at_ms) VALUES (?1, ?2, ?3, ?4)"
+            """
+            INSERT OR REPLACE INTO early_cancel (account, call_id, sender, reason, at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
+            """
         ) { statement throws(FilterStateError) in
             try statement.bind(record.account, at: 1)
             try statement.bind(record.callID.uuidString, at: 2)
-            try statement.bind(record.reason, at: 3)
-            try statement.bind(record.atMs, at: 4)
+            try statement.bind(record.senderUserID ?? "", at: 3)
+            try statement.bind(record.reason, at: 4)
+            try statement.bind(record.atMs, at: 5)
             try statement.run()
         }
     }
 
-    /// Removes and returns the cancel waiting for this call's invite, if one arrived first.
+    /// Removes the cancels waiting for this call's invite and returns the one `caller` sent, if one arrived first.
     ///
-    /// - Returns: The cancel, or nil; a second call for the same id returns nil.
+    /// A cancel from another user does not cancel the invite (it is removed all the same: the invite is here).
+    ///
+    /// - Parameters:
+    ///   - account: The receiving account.
+    ///   - callID: The call of the invite.
+    ///   - caller: The user id that sent the invite.
+    /// - Returns: The caller's cancel (or one stored without a sender), or nil; a second call returns nil.
     /// - Throws: ``FilterStateError`` on a SQLite failure.
-    public func consumeEarlyCancel(account: String, callID: UUID) throws(FilterStateError) -> EarlyCancelRecord? {
+    public func consumeEarlyCancel(
+        account: String,
+        callID: UUID,
+        caller: String
+    ) throws(FilterStateError) -> EarlyCancelRecord? {
         let found = try database.withStatement(
-            "SELECT reason, at_ms FROM early_cancel WHERE account = ?1 AND call_id = ?2"
+            """
+            SELECT reason, at_ms, sender FROM early_cancel WHERE account = ?1 AND call_id = ?2 AND sender IN (?3, '')
+            ORDER BY sender DESC LIMIT 1
+            """
         ) { statement throws(FilterStateError) -> EarlyCancelRecord? in
             try statement.bind(account, at: 1)
             try statement.bind(callID.uuidString, at: 2)
+            try statement.bind(caller, at: 3)
             guard try statement.step() else { return nil }
+            let sender = statement.text(2)
             return EarlyCancelRecord(
                 account: account,
                 callID: callID,
                 reason: statement.text(0),
-                atMs: statement.int64(1)
+                atMs: statement.int64(1),
+                senderUserID: sender.isEmpty ? nil : sender
             )
         }
-        guard let found else { return nil }
         try database.withStatement("DELETE FROM early_cancel WHERE account = ?1 AND call_id = ?2") {
             statement throws(FilterStateError) in
             try statement.bind(account, at: 1)

@@ -16,24 +16,48 @@ public struct FilterStateTransaction: ~Copyable {
 
     // MARK: Replay set
 
-    /// Records a message id for an account; returns false if it was already recorded (a replay).
+    /// Records a message id of a sender for an account; returns false if that sender's id was already recorded
+    /// (a replay).
+    ///
+    /// Ids are remembered per sender: another sender using the same id is not a replay (a sender chooses its own
+    /// ids, so it must not be able to silence someone else's message). Ids recorded by schema version 1, without
+    /// a sender, count as seen for every sender until they are pruned.
     ///
     /// - Parameters:
     ///   - account: The receiving account.
+    ///   - sender: The sender's user id from the signed payload (1-64 bytes).
     ///   - messageID: The 16-byte message id from the signed payload.
     ///   - sentAtMs: The send time from the signed payload, used by ``pruneReplay(olderThanMs:)``.
-    /// - Returns: `true` if the id is new, `false` if it was seen before.
-    /// - Throws: ``FilterStateError`` `.invalidArgument` unless the id is 16 bytes, or a SQLite failure.
-    public func insertMessageID(account: String, messageID: [UInt8], sentAtMs: Int64) throws(FilterStateError) -> Bool {
+    /// - Returns: `true` if the id is new for this sender, `false` if it was seen before.
+    /// - Throws: ``FilterStateError`` `.invalidArgument` unless the id is 16 bytes and the sender is not empty,
+    ///   or a SQLite failure.
+    public func insertMessageID(
+        account: String,
+        sender: String,
+        messageID: [UInt8],
+        sentAtMs: Int64
+    ) throws(FilterStateError) -> Bool {
         guard messageID.count == 16 else {
             throw .invalidArgument("a message id is 16 bytes, got \(messageID.count); pass the id from the payload")
         }
-        return try database.withStatement(
-            "INSERT OR IGNORE INTO replay (account, message_id, sent_at_ms) VALUES (?1, ?2, ?3)"
+        guard !sender.isEmpty else {
+            throw .invalidArgument("the sender of a message id is empty; pass the sender user id from the payload")
+        }
+        let seenWithoutSender = try database.withStatement(
+            "SELECT 1 FROM replay WHERE account = ?1 AND sender = '' AND message_id = ?2"
         ) { statement throws(FilterStateError) in
             try statement.bind(account, at: 1)
             try statement.bind(messageID, at: 2)
-            try statement.bind(sentAtMs, at: 3)
+            return try statement.step()
+        }
+        if seenWithoutSender { return false }
+        return try database.withStatement(
+            "INSERT OR IGNORE INTO replay (account, sender, message_id, sent_at_ms) VALUES (?1, ?2, ?3, ?4)"
+        ) { statement throws(FilterStateError) in
+            try statement.bind(account, at: 1)
+            try statement.bind(sender, at: 2)
+            try statement.bind(messageID, at: 3)
+            try statement.bind(sentAtMs, at: 4)
             try statement.run()
             return database.changes == 1
         }
@@ -60,7 +84,7 @@ public struct FilterStateTransaction: ~Copyable {
     /// - Throws: ``FilterStateError`` on a SQLite failure.
     public func callState(account: String, callID: UUID) throws(FilterStateError) -> CallStateRecord? {
         try database.withStatement(
-            "SELECT state, updated_at_ms, end_reason FROM call_state WHERE account = ?1 AND call_id = ?2"
+            "SELECT state, updated_at_ms, end_reason, caller FROM call_state WHERE account = ?1 AND call_id = ?2"
         ) { statement throws(FilterStateError) in
             try statement.bind(account, at: 1)
             try statement.bind(callID.uuidString, at: 2)
@@ -70,20 +94,24 @@ public struct FilterStateTransaction: ~Copyable {
                 callID: callID,
                 state: StoredCallState(rawValue: statement.text(0)),
                 updatedAtMs: statement.int64(1),
-                endReason: statement.optionalText(2)
+                endReason: statement.optionalText(2),
+                callerUserID: statement.optionalText(3)
             )
         }
     }
 
-    /// Creates or replaces the remembered state of a call.
+    /// Creates or replaces the remembered state of a call (a nil ``CallStateRecord/callerUserID`` keeps the
+    /// caller already stored).
     ///
     /// - Throws: ``FilterStateError`` on a SQLite failure.
     public func setCallState(_ record: CallStateRecord) throws(FilterStateError) {
         try database.withStatement(
             """
-            INSERT INTO call_state (account, call_id, state, updated_at_ms, end_reason) VALUES (?1, ?2, ?3, ?4, ?5)
+            INSERT INTO call_state (account, call_id, state, updated_at_ms, end_reason, caller)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6)
             ON CONFLICT (account, call_id) DO UPDATE SET
-                state = excluded.state, updated_at_ms = excluded.updated_at_ms, end_reason = excluded.end_reason
+                state = excluded.state, updated_at_ms = excluded.updated_at_ms, end_reason = excluded.end_reason,
+                caller = coalesce(excluded.caller, call_state.caller)
             """
         ) { statement throws(FilterStateError) in
             try statement.bind(record.account, at: 1)
@@ -91,6 +119,7 @@ public struct FilterStateTransaction: ~Copyable {
             try statement.bind(record.state.rawValue, at: 3)
             try statement.bind(record.updatedAtMs, at: 4)
             try statement.bind(record.endReason, at: 5)
+            try statement.bind(record.callerUserID, at: 6)
             try statement.run()
         }
     }
@@ -101,7 +130,7 @@ public struct FilterStateTransaction: ~Copyable {
     public func calls(in state: StoredCallState) throws(FilterStateError) -> [CallStateRecord] {
         try database.withStatement(
             """
-            SELECT account, call_id, updated_at_ms, end_reason FROM call_state WHERE state = ?1
+            SELECT account, call_id, updated_at_ms, end_reason, caller FROM call_state WHERE state = ?1
             ORDER BY updated_at_ms, account, call_id
             """
         ) { statement throws(FilterStateError) in
@@ -115,7 +144,8 @@ public struct FilterStateTransaction: ~Copyable {
                         callID: callID,
                         state: state,
                         updatedAtMs: statement.int64(2),
-                        endReason: statement.optionalText(3)
+                        endReason: statement.optionalText(3),
+                        callerUserID: statement.optionalText(4)
                     )
                 )
             }

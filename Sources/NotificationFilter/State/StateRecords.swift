@@ -29,13 +29,24 @@ public struct CallStateRecord: Hashable, Sendable {
     public var updatedAtMs: Int64
     /// Why the call ended (a ``CallEndedReason`` raw value or the engine's own reason), if it did.
     public var endReason: String?
+    /// The user id that sent the invite: only this user's cancel ends the call. Nil when not known (a call stored
+    /// before schema version 3); writing nil keeps the caller already stored.
+    public var callerUserID: String?
 
-    public init(account: String, callID: UUID, state: StoredCallState, updatedAtMs: Int64, endReason: String? = nil) {
+    public init(
+        account: String,
+        callID: UUID,
+        state: StoredCallState,
+        updatedAtMs: Int64,
+        endReason: String? = nil,
+        callerUserID: String? = nil
+    ) {
         self.account = account
         self.callID = callID
         self.state = state
         self.updatedAtMs = updatedAtMs
         self.endReason = endReason
+        self.callerUserID = callerUserID
     }
 }
 
@@ -45,12 +56,16 @@ public struct EarlyCancelRecord: Hashable, Sendable {
     public var callID: UUID
     public var reason: String
     public var atMs: Int64
+    /// The user id that sent the cancel; it cancels only an invite from the same user. Nil when not known (a
+    /// cancel stored before schema version 3), which matches any caller.
+    public var senderUserID: String?
 
-    public init(account: String, callID: UUID, reason: String, atMs: Int64) {
+    public init(account: String, callID: UUID, reason: String, atMs: Int64, senderUserID: String? = nil) {
         self.account = account
         self.callID = callID
         self.reason = reason
         self.atMs = atMs
+        self.senderUserID = senderUserID
     }
 }
 

@@ -106,6 +106,51 @@ struct DecisionRuleTests {
         #expect(await h.reporter.reporter.counters.handoffs == 0)
     }
 
+    @Test("a cancel from another contact (carol) leaves alice's call to bob ringing: cancel-not-from-caller")
+    func cancelFromAnotherUserIsIgnored() async throws {
+        let h = try EngineHarness()
+        let callID = UUID()
+        let invite = try await h.decide(h.body(EngineHarness.invite(callID)))
+        #expect(invite.decision == .ring)
+        for reason in [CallCancelReason.remoteEnded, .answeredElsewhere, .declinedElsewhere] {
+            let forged = try await h.decide(
+                h.body(.callCancel(CallCancel(callID: callID, reason: reason)), from: h.carol)
+            )
+            #expect(forged.decision == .silence)
+            #expect(forged.reason == "cancel-not-from-caller")
+            #expect(forged.callID == callID)
+        }
+        #expect(h.eventKinds() == ["ringing"])
+        #expect(await h.reporter.provider.liveCalls.count == 1)
+        let state = try h.store.transaction { tx in try tx.callState(account: "bob", callID: callID) }
+        #expect(state?.state == .ringing)
+        #expect(state?.callerUserID == "alice")
+        #expect(try h.store.transaction { tx in try tx.missedCalls(account: "bob") }.isEmpty)
+
+        // alice's own cancel still ends it.
+        let real = try await h.decide(h.body(.callCancel(CallCancel(callID: callID, reason: .answeredElsewhere))))
+        #expect(real.reason == "call-cancelled")
+        #expect(h.eventKinds() == ["ringing", "ended"])
+        #expect(await h.reporter.provider.liveCalls.isEmpty)
+        #expect(await h.reporter.violations == 0)
+    }
+
+    @Test("a cancel from another contact that arrives BEFORE alice's invite does not stop the ring")
+    func earlyCancelFromAnotherUserIsIgnored() async throws {
+        let h = try EngineHarness()
+        let callID = UUID()
+        let forged = try await h.decide(
+            h.body(.callCancel(CallCancel(callID: callID, reason: .remoteEnded)), from: h.carol)
+        )
+        #expect(forged.decision == .silence)
+        #expect(forged.reason == "cancel-before-invite")
+        let invite = try await h.decide(h.body(EngineHarness.invite(callID)))
+        #expect(invite.decision == .ring)
+        #expect(invite.reason == "fresh-invite")
+        #expect(h.eventKinds() == ["ringing"])
+        #expect(try h.store.transaction { tx in try tx.missedCalls(account: "bob") }.isEmpty)
+    }
+
     @Test("text → alert with the sender's display name, title and body")
     func textAlerts() async throws {
         let h = try EngineHarness()
@@ -241,6 +286,24 @@ struct DecisionRuleTests {
         let d = try await h.decide(h.body(.text(TextMessage(threadID: "", title: "", body: "hi")), from: h.mallory))
         #expect(d.reason == "unknown-sender")
         #expect(d.decision == (policy == .fallback ? FilterDecision.Action.fallback : FilterDecision.Action.silence))
+    }
+
+    @Test("message ids are per sender: two contacts using the same id are both decided; a repeat is a replay")
+    func replayIsPerSender() async throws {
+        let h = try EngineHarness()
+        let shared = MessageID.random()
+        let text = { (body: String) in MessageContent.text(TextMessage(threadID: "", title: "", body: body)) }
+        let fromAlice = try await h.decide(h.body(text("from alice"), messageID: shared))
+        let fromCarol = try await h.decide(h.body(text("from carol"), from: h.carol, messageID: shared))
+        let aliceAgain = try await h.decide(h.body(text("alice again"), messageID: shared))
+        let carolAgain = try await h.decide(h.body(text("carol again"), from: h.carol, messageID: shared))
+        #expect(
+            [fromAlice, fromCarol, aliceAgain, carolAgain].map(\.decision) == [.alert, .alert, .silence, .silence]
+        )
+        #expect([fromAlice, fromCarol, aliceAgain, carolAgain].map(\.reason) == ["text", "text", "replay", "replay"])
+        #expect(fromAlice.alert?.title == "Alice Example")
+        #expect(fromCarol.alert?.title == "Carol Example")
+        #expect(fromCarol.alert?.body == "from carol")
     }
 
     @Test("a ring that times out ends as unanswered and is logged as missed")

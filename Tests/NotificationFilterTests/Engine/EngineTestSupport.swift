@@ -20,6 +20,7 @@ struct EngineHarness {
     let directory: String
     let bob: Identity  // recipient, rotated once (an older key in its grace period)
     let alice: Identity  // a contact
+    let carol: Identity  // another contact
     let mallory: Identity  // not a contact
     let clock: EngineClock
     let events: InMemoryCallEventSink
@@ -39,6 +40,7 @@ struct EngineHarness {
         bob.rotate(nowMs: UInt64(Self.start - 3_600_000))
         self.bob = bob
         self.alice = try Identity.generate(userID: "alice", displayName: "Alice Example", nowMs: 1)
+        self.carol = try Identity.generate(userID: "carol", displayName: "Carol Example", nowMs: 1)
         self.mallory = try Identity.generate(userID: "mallory", displayName: "Mallory", nowMs: 1)
         self.clock = EngineClock(Self.start)
         self.events = InMemoryCallEventSink()
@@ -54,9 +56,9 @@ struct EngineHarness {
             ? FilterAccount(
                 lockedName: "bob",
                 deviceKeyIDs: Set(bob.deviceKeys.map(\.keyID)),
-                contacts: ContactBook([self.alice.card()])
+                contacts: ContactBook([self.alice.card(), self.carol.card()])
             )
-            : FilterAccount(identity: bob, contacts: ContactBook([self.alice.card()]))
+            : FilterAccount(identity: bob, contacts: ContactBook([self.alice.card(), self.carol.card()]))
         self.engine = try FilterEngine(
             store: self.store,
             accounts: [bobAccount] + extraAccounts,

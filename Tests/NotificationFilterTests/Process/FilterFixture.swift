@@ -1,5 +1,6 @@
 import E2EECore
 import Foundation
+import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -42,6 +43,24 @@ final class FilterFixture: Sendable {
     }
 
     func path(_ name: String) -> String { self.directory + "/" + name }
+
+    /// Writes `identity`'s card into the contacts folder with its device key id swapped for `other`'s: a card whose
+    /// key id does not match its key, which the filter must refuse. Returns the card's path.
+    @discardableResult
+    func writeTamperedCard(of identity: Identity, keyIDFrom other: Identity) throws -> String {
+        var card = try #require(
+            try JSONSerialization.jsonObject(with: Data(identity.card().jsonData())) as? [String: Any]
+        )
+        var keys = try #require(card["device_keys"] as? [[String: Any]])
+        let otherCard = try JSONSerialization.jsonObject(with: Data(other.card().jsonData())) as? [String: Any]
+        let otherKeys = try #require(otherCard?["device_keys"] as? [[String: Any]])
+        keys[0]["key_id"] = otherKeys[0]["key_id"]
+        card["device_keys"] = keys
+        let path = self.contactsPath + "/\(identity.userID).card.json"
+        let bytes = try JSONSerialization.data(withJSONObject: card, options: [.sortedKeys])
+        try SecretFile.writePublic(path: path, bytes: Array(bytes))
+        return path
+    }
 
     /// The account flags every `e2ee-filter` invocation gets.
     func accountArguments(state: String) -> [String] {

@@ -61,7 +61,14 @@ final class FilterProcess: @unchecked Sendable {
     ///   - stdin: a file given as standard input, or nil for /dev/null.
     ///   - directory: where stdout and stderr files are written.
     ///   - name: a prefix for those files.
-    init(arguments: [String], stdin: String? = nil, directory: String, name: String) throws {
+    ///   - environment: variables set for the child on top of the inherited ones (after those cleared below).
+    init(
+        arguments: [String],
+        stdin: String? = nil,
+        directory: String,
+        name: String,
+        environment extra: [String: String] = [:]
+    ) throws {
         self.stdoutPath = directory + "/\(name).stdout"
         self.stderrPath = directory + "/\(name).stderr"
         _ = FileManager.default.createFile(atPath: self.stdoutPath, contents: nil)
@@ -72,6 +79,7 @@ final class FilterProcess: @unchecked Sendable {
         var environment = ProcessInfo.processInfo.environment
         environment["E2EE_FILTER_NOW_MS"] = nil  // real time: the spools are built to be time-independent
         environment["E2EE_IDENTITY_FILE"] = nil
+        environment.merge(extra) { $1 }
         process.environment = environment
         process.standardInput = stdin.flatMap { FileHandle(forReadingAtPath: $0) } ?? FileHandle.nullDevice
         process.standardOutput = FileHandle(forWritingAtPath: self.stdoutPath)
@@ -119,9 +127,16 @@ final class FilterProcess: @unchecked Sendable {
         stdin: String? = nil,
         directory: String,
         name: String,
+        environment: [String: String] = [:],
         timeout: Duration = .seconds(300)
     ) async throws -> (status: Int32, stdout: [UInt8], stderr: String) {
-        let child = try FilterProcess(arguments: arguments, stdin: stdin, directory: directory, name: name)
+        let child = try FilterProcess(
+            arguments: arguments,
+            stdin: stdin,
+            directory: directory,
+            name: name,
+            environment: environment
+        )
         let status = try await child.wait(timeout: timeout)
         return (status, child.standardOutput, child.standardError)
     }

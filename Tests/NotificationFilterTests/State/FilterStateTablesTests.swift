@@ -15,11 +15,105 @@ struct FilterStateTablesTests {
         let dir = ScratchDirectory()
         let store = try openStore(dir.file("s.sqlite"))
         try store.transaction { tx throws in
-            #expect(try tx.insertMessageID(account: "alice", messageID: messageID(1), sentAtMs: 100) == true)
-            #expect(try tx.insertMessageID(account: "alice", messageID: messageID(1), sentAtMs: 999) == false)
-            #expect(try tx.insertMessageID(account: "bob", messageID: messageID(1), sentAtMs: 100) == true)
-            #expect(try tx.insertMessageID(account: "alice", messageID: messageID(2), sentAtMs: 100) == true)
+            #expect(
+                try tx.insertMessageID(account: "alice", sender: "carol", messageID: messageID(1), sentAtMs: 100)
+                    == true
+            )
+            #expect(
+                try tx.insertMessageID(account: "alice", sender: "carol", messageID: messageID(1), sentAtMs: 999)
+                    == false
+            )
+            #expect(
+                try tx.insertMessageID(account: "bob", sender: "carol", messageID: messageID(1), sentAtMs: 100) == true
+            )
+            #expect(
+                try tx.insertMessageID(account: "alice", sender: "carol", messageID: messageID(2), sentAtMs: 100)
+                    == true
+            )
         }
+    }
+
+    @Test("replay set: ids are per sender; the same id from another sender is new, from the same sender a replay")
+    func replayPerSender() throws {
+        let dir = ScratchDirectory()
+        let store = try openStore(dir.file("s.sqlite"))
+        let results = try store.transaction { tx throws in
+            [
+                try tx.insertMessageID(account: "bob", sender: "alice", messageID: messageID(1), sentAtMs: 100),
+                try tx.insertMessageID(account: "bob", sender: "carol", messageID: messageID(1), sentAtMs: 100),
+                try tx.insertMessageID(account: "bob", sender: "alice", messageID: messageID(1), sentAtMs: 100),
+                try tx.insertMessageID(account: "bob", sender: "carol", messageID: messageID(1), sentAtMs: 100),
+            ]
+        }
+        #expect(results == [true, true, false, false])
+        let empty = #expect(throws: FilterStateError.self) {
+            try store.transaction { tx throws in
+                try tx.insertMessageID(account: "bob", sender: "", messageID: messageID(2), sentAtMs: 1)
+            }
+        }
+        #expect(empty?.code == .invalidArgument)
+    }
+
+    @Test("a version 1 file is migrated: its ids (no sender) stay replays for every sender; calls keep no caller")
+    func replayMigrationFromVersion1() throws {
+        let dir = ScratchDirectory()
+        let path = dir.file("v1.sqlite")
+        let legacyCall = UUID()
+        let legacyCancel = UUID()
+        writeScratchFile(path, [])  // 0600, as the store requires
+        do {
+            let v1 = try SQLiteDatabase(path: path)
+            try v1.execute(FilterStateSchema.version1)
+            try v1.execute("PRAGMA application_id = \(FilterStateSchema.applicationID)")
+            try v1.execute("PRAGMA user_version = 1")
+            try v1.withStatement("INSERT INTO replay (account, message_id, sent_at_ms) VALUES ('bob', ?1, 100)") {
+                s throws(FilterStateError) in
+                try s.bind(messageID(7), at: 1)
+                try s.run()
+            }
+            try v1.execute(
+                """
+                INSERT INTO call_state VALUES ('bob', '\(legacyCall.uuidString)', 'ringing', 100, NULL);
+                INSERT INTO early_cancel VALUES ('bob', '\(legacyCancel.uuidString)', 'remoteEnded', 100);
+                """
+            )
+        }
+        let store = try openStore(path)
+        let (version, legacy, fresh, pruned) = try store.transaction { tx throws in
+            (
+                try tx.database.withStatement("PRAGMA user_version") { s throws(FilterStateError) in
+                    try s.step() ? s.int64(0) : -1
+                },
+                [
+                    try tx.insertMessageID(account: "bob", sender: "alice", messageID: messageID(7), sentAtMs: 100),
+                    try tx.insertMessageID(account: "bob", sender: "carol", messageID: messageID(7), sentAtMs: 100),
+                ],
+                [
+                    try tx.insertMessageID(account: "bob", sender: "alice", messageID: messageID(8), sentAtMs: 200),
+                    try tx.insertMessageID(account: "bob", sender: "carol", messageID: messageID(8), sentAtMs: 200),
+                    try tx.insertMessageID(account: "bob", sender: "carol", messageID: messageID(8), sentAtMs: 200),
+                ],
+                try tx.pruneReplay(olderThanMs: 150)
+            )
+        }
+        #expect(version == 3)
+        // Calls and early cancels of version 1 have no caller: they match any user, as they did.
+        let (call, cancel) = try store.transaction { tx throws in
+            (
+                try tx.callState(account: "bob", callID: legacyCall),
+                try tx.consumeEarlyCancel(account: "bob", callID: legacyCancel, caller: "carol")
+            )
+        }
+        #expect(call == CallStateRecord(account: "bob", callID: legacyCall, state: .ringing, updatedAtMs: 100))
+        #expect(call?.callerUserID == nil)
+        #expect(cancel == EarlyCancelRecord(account: "bob", callID: legacyCancel, reason: "remoteEnded", atMs: 100))
+        #expect(legacy == [false, false])
+        #expect(fresh == [true, true, false])
+        #expect(pruned == 1)  // the migrated row still ages out by its send time
+        let afterPrune = try store.transaction { tx throws in
+            try tx.insertMessageID(account: "bob", sender: "alice", messageID: messageID(7), sentAtMs: 300)
+        }
+        #expect(afterPrune == true)
     }
 
     @Test("replay set: a message id of the wrong length is refused", arguments: [0, 15, 17, 32])
@@ -28,7 +122,12 @@ struct FilterStateTablesTests {
         let store = try openStore(dir.file("s.sqlite"))
         let error = #expect(throws: FilterStateError.self) {
             try store.transaction { tx throws in
-                try tx.insertMessageID(account: "a", messageID: Array(repeating: 1, count: length), sentAtMs: 1)
+                try tx.insertMessageID(
+                    account: "a",
+                    sender: "carol",
+                    messageID: Array(repeating: 1, count: length),
+                    sentAtMs: 1
+                )
             }
         }
         #expect(error?.code == .invalidArgument)
@@ -40,7 +139,12 @@ struct FilterStateTablesTests {
         let store = try openStore(dir.file("s.sqlite"))
         try store.transaction { tx throws in
             for n in UInt8(0)..<10 {
-                _ = try tx.insertMessageID(account: "a", messageID: messageID(n), sentAtMs: Int64(n) * 1000)
+                _ = try tx.insertMessageID(
+                    account: "a",
+                    sender: "carol",
+                    messageID: messageID(n),
+                    sentAtMs: Int64(n) * 1000
+                )
             }
         }
         let removed = try store.transaction { tx throws in try tx.pruneReplay(olderThanMs: 5000) }
@@ -48,10 +152,14 @@ struct FilterStateTablesTests {
         try store.transaction { tx throws in
             // 5...9 are kept (still replays); 0...4 were forgotten (new again).
             for n in UInt8(5)..<10 {
-                #expect(try tx.insertMessageID(account: "a", messageID: messageID(n), sentAtMs: 0) == false)
+                #expect(
+                    try tx.insertMessageID(account: "a", sender: "carol", messageID: messageID(n), sentAtMs: 0) == false
+                )
             }
             for n in UInt8(0)..<5 {
-                #expect(try tx.insertMessageID(account: "a", messageID: messageID(n), sentAtMs: 0) == true)
+                #expect(
+                    try tx.insertMessageID(account: "a", sender: "carol", messageID: messageID(n), sentAtMs: 0) == true
+                )
             }
         }
     }
@@ -101,19 +209,95 @@ struct FilterStateTablesTests {
         let callID = UUID()
         let stale = UUID()
         try store.transaction { tx throws in
-            try tx.recordEarlyCancel(EarlyCancelRecord(account: "a", callID: callID, reason: "remoteEnded", atMs: 50))
-            try tx.recordEarlyCancel(EarlyCancelRecord(account: "a", callID: stale, reason: "remoteEnded", atMs: 1))
+            try tx.recordEarlyCancel(
+                EarlyCancelRecord(account: "a", callID: callID, reason: "remoteEnded", atMs: 50, senderUserID: "alice")
+            )
+            try tx.recordEarlyCancel(
+                EarlyCancelRecord(account: "a", callID: stale, reason: "remoteEnded", atMs: 1, senderUserID: "alice")
+            )
         }
         try store.transaction { tx throws in
-            #expect(try tx.consumeEarlyCancel(account: "other", callID: callID) == nil)
+            #expect(try tx.consumeEarlyCancel(account: "other", callID: callID, caller: "alice") == nil)
             #expect(
-                try tx.consumeEarlyCancel(account: "a", callID: callID)
-                    == EarlyCancelRecord(account: "a", callID: callID, reason: "remoteEnded", atMs: 50)
+                try tx.consumeEarlyCancel(account: "a", callID: callID, caller: "alice")
+                    == EarlyCancelRecord(
+                        account: "a",
+                        callID: callID,
+                        reason: "remoteEnded",
+                        atMs: 50,
+                        senderUserID: "alice"
+                    )
             )
-            #expect(try tx.consumeEarlyCancel(account: "a", callID: callID) == nil)
+            #expect(try tx.consumeEarlyCancel(account: "a", callID: callID, caller: "alice") == nil)
             #expect(try tx.pruneEarlyCancels(olderThanMs: 10) == 1)
-            #expect(try tx.consumeEarlyCancel(account: "a", callID: stale) == nil)
+            #expect(try tx.consumeEarlyCancel(account: "a", callID: stale, caller: "alice") == nil)
         }
+    }
+
+    @Test("early cancels are per sender: another user's cancel does not cancel the invite and is dropped with it")
+    func earlyCancelsPerSender() throws {
+        let dir = ScratchDirectory()
+        let store = try openStore(dir.file("s.sqlite"))
+        let first = UUID()
+        let second = UUID()
+        try store.transaction { tx throws in
+            try tx.recordEarlyCancel(
+                EarlyCancelRecord(account: "a", callID: first, reason: "remoteEnded", atMs: 5, senderUserID: "carol")
+            )
+            try tx.recordEarlyCancel(
+                EarlyCancelRecord(account: "a", callID: second, reason: "remoteEnded", atMs: 6, senderUserID: "carol")
+            )
+            try tx.recordEarlyCancel(
+                EarlyCancelRecord(
+                    account: "a",
+                    callID: second,
+                    reason: "answeredElsewhere",
+                    atMs: 7,
+                    senderUserID: "alice"
+                )
+            )
+        }
+        let (firstByAlice, firstAgain, secondByAlice, secondAgain) = try store.transaction { tx throws in
+            (
+                try tx.consumeEarlyCancel(account: "a", callID: first, caller: "alice"),
+                try tx.consumeEarlyCancel(account: "a", callID: first, caller: "carol"),
+                try tx.consumeEarlyCancel(account: "a", callID: second, caller: "alice"),
+                try tx.consumeEarlyCancel(account: "a", callID: second, caller: "alice")
+            )
+        }
+        #expect(firstByAlice == nil)  // carol's cancel does not cancel alice's invite...
+        #expect(firstAgain == nil)  // ...and went away with it
+        #expect(
+            secondByAlice
+                == EarlyCancelRecord(
+                    account: "a",
+                    callID: second,
+                    reason: "answeredElsewhere",
+                    atMs: 7,
+                    senderUserID: "alice"
+                )
+        )
+        #expect(secondAgain == nil)
+    }
+
+    @Test("call states remember the caller; a later update without one keeps it")
+    func callStateCaller() throws {
+        let dir = ScratchDirectory()
+        let store = try openStore(dir.file("s.sqlite"))
+        let callID = UUID()
+        let (ringing, ended) = try store.transaction { tx throws in
+            try tx.setCallState(
+                CallStateRecord(account: "a", callID: callID, state: .ringing, updatedAtMs: 1, callerUserID: "alice")
+            )
+            let ringing = try tx.callState(account: "a", callID: callID)
+            try tx.setCallState(
+                CallStateRecord(account: "a", callID: callID, state: .ended, updatedAtMs: 2, endReason: "remoteEnded")
+            )
+            return (ringing, try tx.callState(account: "a", callID: callID))
+        }
+        #expect(ringing?.callerUserID == "alice")
+        #expect(ended?.state == .ended)
+        #expect(ended?.callerUserID == "alice")
     }
 
     @Test("missed-call log: one entry per call, oldest first, filtered by account")

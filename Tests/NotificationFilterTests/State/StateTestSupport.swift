@@ -52,6 +52,13 @@ func openStore(_ path: String) throws -> FilterStateStore {
     try FilterStateStore(path: path, logger: Logger(label: "test.state"))
 }
 
+/// The permission bits of the file at `path` (nil if there is none).
+func fileMode(_ path: String) -> mode_t? {
+    var info = stat()
+    guard stat(path, &info) == 0 else { return nil }
+    return info.st_mode & 0o777
+}
+
 /// Whether a file exists at `path`.
 func fileExists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
