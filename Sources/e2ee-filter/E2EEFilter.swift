@@ -1,7 +1,7 @@
-import ArgumentParser
+public import ArgumentParser
 import E2EECore
 import Logging
-import NotificationFilter
+public import NotificationFilter
 import ServiceLifecycle
 
 #if canImport(FoundationEssentials)
@@ -42,8 +42,8 @@ struct AccountFlags: ParsableArguments {
     var config: String?
     @Option(name: .long, help: "The SQLite state file (replay set, calls, missed calls, progress).")
     var state: String = "e2ee-filter.sqlite"
-    @Option(name: .long, help: "Unknown senders: fallback or silence.")
-    var unknownSender: String = "fallback"
+    @Option(name: .long, help: "What a push from a sender not in the contacts becomes.")
+    var unknownSender: FilterPolicy.UnknownSenderPolicy = .fallback
     @Option(name: .long, help: "Allowed clock skew in milliseconds.")
     var clockSkewMs: Int64 = 30_000
     @Option(name: .long, help: "How long message ids are remembered, in hours.")
@@ -57,9 +57,6 @@ struct AccountFlags: ParsableArguments {
                 || ProcessInfo.processInfo.environment["E2EE_IDENTITY_FILE"] != nil
         else {
             throw ValidationError("pass --identity FILE --contacts DIR, or --config FILE")
-        }
-        guard ["fallback", "silence"].contains(self.unknownSender) else {
-            throw ValidationError("--unknown-sender must be fallback or silence")
         }
     }
 
@@ -88,7 +85,7 @@ struct AccountFlags: ParsableArguments {
             ]
         }
         var options = FilterAppOptions(accounts: accounts, statePath: self.state)
-        options.policy.unknownSender = self.unknownSender == "silence" ? .silence : .fallback
+        options.policy.unknownSender = self.unknownSender
         options.policy.clockSkewMs = self.clockSkewMs
         options.policy.replayRetentionMs = self.replayRetentionHours * 3_600_000
         #if DEBUG
@@ -272,3 +269,5 @@ func readStandardInput() -> [UInt8] {
     }
     return out
 }
+
+extension FilterPolicy.UnknownSenderPolicy: ExpressibleByArgument {}

@@ -16,7 +16,7 @@ public enum CallEndCause: Sendable, Hashable {
 
 /// The engine's view of the call-reporting side (the part of a real app that talks to CallKit).
 ///
-/// The engine decides BEFORE handing off (FIELD-NOTES item 1): stale and duplicate invites never reach
+/// The engine decides BEFORE handing off (docs/FAILURE-MODES.md item 1): stale and duplicate invites never reach
 /// ``handOff(_:)``; every call that does is reported by the reporter.
 public protocol CallReporting: Sendable {
     /// A call that should ring now (`reportNewIncomingVoIPPushPayload`).

@@ -1,7 +1,7 @@
-/// The filter's tunable rules. Defaults follow FIELD-NOTES "Ring windows" and APNs behaviour.
+/// The filter's tunable rules. Defaults follow docs/FAILURE-MODES.md "Ring windows" and APNs behaviour.
 public struct FilterPolicy: Sendable, Hashable {
     /// What to do with a message from a sender not in the contacts.
-    public enum UnknownSenderPolicy: String, Sendable, Hashable {
+    public enum UnknownSenderPolicy: String, Sendable, Hashable, CaseIterable {
         /// Show the generic fallback alert (default: the user learns something arrived).
         case fallback
         /// Show nothing.

@@ -13,7 +13,7 @@ import Testing
 /// `ringing` event was written but whose end never will be: `recoverAfterRestart()` only looks at `call_ring`
 /// (already deleted) and `EventOutbox.reconcile()` only writes rows that were committed. The events file (and the
 /// hook) then shows the call ringing forever although the caller hung up or it was answered elsewhere
-/// (FIELD-NOTES 5), contradicting EventOutbox's "no event is lost". The same window exists in `expireRinging()`.
+/// (docs/FAILURE-MODES.md item 5), contradicting EventOutbox's "no event is lost". The same window exists in `expireRinging()`.
 /// Files: Sources/NotificationFilter/Engine/FilterEngine.swift (`process`, `expireRinging`, `perform`), and
 /// Sources/NotificationFilter/Engine/CallKitReporter.swift. A fix: commit the end intent with the decision (an
 /// outbox row, or a `call_end_pending` row replayed by `recoverAfterRestart`).
