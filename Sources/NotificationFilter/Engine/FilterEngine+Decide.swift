@@ -75,6 +75,7 @@ extension FilterEngine {
         _ opened: Opened,
         nowMs: Int64,
         tx: borrowing FilterStateTransaction,
+        admission: inout CallAdmission,
         actions: inout [PostCommit]
     ) throws -> FilterDecision {
         func make(_ action: FilterDecision.Action, _ reason: String) -> FilterDecision {
@@ -198,6 +199,24 @@ extension FilterEngine {
             if nowMs >= deadline {
                 return try missed(FilterReason.inviteExpired)
             }
+            let handoff = FilterDecision.Handoff(
+                callID: invite.callID,
+                callerHandle: invite.callerHandle,
+                displayName: invite.displayName,
+                hasVideo: invite.hasVideo,
+                account: account,
+                ringDeadlineMs: deadline,
+                groupParticipants: invite.groupParticipants.isEmpty ? nil : invite.groupParticipants
+            )
+            // The provider's answer decides: a refused call never rings, so it is a missed call (with the refusal
+            // as its reason and a `missed` event), and its state is final: a later cancel or retry finds it ended.
+            if let refusal = admission.admit(handoff) {
+                guard let reason = FilterReason.callRefused(refusal) else {
+                    return finish(.silence, FilterReason.duplicateCall)  // the provider knows this call id already
+                }
+                actions.append(.refused(handoff, refusal, atMs: nowMs))
+                return try missed(reason)
+            }
             try tx.setCallState(
                 CallStateRecord(
                     account: account,
@@ -216,15 +235,6 @@ extension FilterEngine {
                     displayName: invite.displayName,
                     hasVideo: invite.hasVideo
                 )
-            )
-            let handoff = FilterDecision.Handoff(
-                callID: invite.callID,
-                callerHandle: invite.callerHandle,
-                displayName: invite.displayName,
-                hasVideo: invite.hasVideo,
-                account: account,
-                ringDeadlineMs: deadline,
-                groupParticipants: invite.groupParticipants.isEmpty ? nil : invite.groupParticipants
             )
             actions.append(.handOff(handoff))
             var d = finish(.ring, FilterReason.freshInvite)
@@ -256,6 +266,7 @@ extension FilterEngine {
             }
             let wasRinging = state.state == .ringing
             _ = try tx.deleteRing(account: account, callID: cancel.callID)
+            admission.end(uuid: cancel.callID)
             let ring = wasRinging && cancel.reason == .remoteEnded
             try tx.setCallState(
                 CallStateRecord(

@@ -135,6 +135,36 @@ extension FilterStateTransaction {
         }
     }
 
+    /// Invites decided as missed because the provider refused them, whose `missed` event never made it to the
+    /// outbox (the process died between the decision's commit and the event's).
+    func refusedCallsWithoutEvent() throws(FilterStateError) -> [MissedCallRecord] {
+        try self.database.withStatement(
+            """
+            SELECT m.account, m.call_id, m.caller_handle, m.display_name, m.at_ms, m.reason FROM missed_call m
+            WHERE m.reason LIKE 'call-refused-%' AND NOT EXISTS (
+                SELECT 1 FROM event_outbox e WHERE e.event = 'missed' AND e.account = m.account
+                AND e.call_id = m.call_id)
+            ORDER BY m.at_ms, m.call_id
+            """
+        ) { s throws(FilterStateError) in
+            var out: [MissedCallRecord] = []
+            while try s.step() {
+                guard let callID = UUID(uuidString: s.text(1)) else { continue }
+                out.append(
+                    MissedCallRecord(
+                        account: s.text(0),
+                        callID: callID,
+                        callerHandle: s.optionalText(2),
+                        displayName: s.optionalText(3),
+                        atMs: s.int64(4),
+                        reason: s.text(5)
+                    )
+                )
+            }
+            return out
+        }
+    }
+
     /// Decision lines with a sequence number above `seq`, in order.
     func decisionLines(after seq: Int64) throws(FilterStateError) -> [String] {
         try self.database.withStatement("SELECT line FROM decision_log WHERE seq > ?1 ORDER BY seq") {
