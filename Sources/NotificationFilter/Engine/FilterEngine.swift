@@ -301,6 +301,50 @@ public actor FilterEngine {
         var displayName: String?
     }
 
+    // MARK: - bounded state
+
+    /// What one ``prune(decisionsWrittenThrough:)`` removed, per table.
+    public struct PruneCounts: Sendable, Hashable {
+        public var replay = 0
+        public var finishedCalls = 0
+        public var earlyCancels = 0
+        public var decisions = 0
+        public var events = 0
+    }
+
+    /// Forgets what can no longer change a decision, in one transaction, so the state stays bounded:
+    /// message ids sent before the replay window (older payloads are `stale` before the replay check), ended and
+    /// missed calls last updated before the replay window (every later payload about them is `stale` too, unless
+    /// the caller reuses the call id), cancels that waited for their invite longer than
+    /// ``FilterPolicy/earlyCancelRetentionMs``, decision lines already written to the output, and the outbox
+    /// events of calls no longer in the state (and notices).
+    ///
+    /// - Parameter seq: the highest sequence number whose decision the daemon has written to its output; nil keeps
+    ///   the decision log.
+    @discardableResult
+    public func prune(decisionsWrittenThrough seq: Int64?) throws -> PruneCounts {
+        let nowMs = self.now()
+        let policy = self.policy
+        let counts = try self.store.transaction { tx in
+            var counts = PruneCounts()
+            counts.replay = try tx.pruneReplay(olderThanMs: nowMs - policy.replayRetentionMs)
+            counts.finishedCalls = try tx.pruneFinishedCalls(olderThanMs: nowMs - policy.replayRetentionMs)
+            counts.earlyCancels = try tx.pruneEarlyCancels(olderThanMs: nowMs - policy.earlyCancelRetentionMs)
+            if let seq { counts.decisions = try tx.pruneDecisionLog(throughSeq: seq) }
+            counts.events = try tx.pruneEventOutbox()
+            return counts
+        }
+        self.logger.debug(
+            "state pruned",
+            metadata: [
+                "replay": "\(counts.replay)", "calls": "\(counts.finishedCalls)",
+                "earlyCancels": "\(counts.earlyCancels)", "decisions": "\(counts.decisions)",
+                "events": "\(counts.events)",
+            ]
+        )
+        return counts
+    }
+
     // MARK: - post-commit actions
 
     enum PostCommit: Sendable {
