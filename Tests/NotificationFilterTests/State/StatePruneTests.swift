@@ -120,4 +120,29 @@ struct StatePruneTests {
         #expect(third.last == "replay")
         #expect(JSONLines.read(events).lines.count == 3)  // ringing + ended (run 1), ringing (run 2)
     }
+
+    @Test("after a prune, an event committed but not written (a crash) is written once by the reconcile")
+    func reconcileAfterPrune() async throws {
+        let h = try EngineHarness()
+        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        let events = h.directory + "/events.jsonl"
+        let outbox = try EventOutbox(store: h.store, eventsPath: events, forward: nil, logger: logger)
+        let old = UUID().uuidString
+        try outbox.record(event: "ringing", account: "bob", callID: old, line: "{\"n\":1}")
+        try outbox.record(event: "ended", account: "bob", callID: old, line: "{\"n\":2}")
+        // The call is forgotten (no call state): its two written events are pruned.
+        let pruned = try await h.engine.prune(decisionsWrittenThrough: nil)
+        #expect(pruned.events == 2)
+        // A new event commits, then the process dies before writing it to the file.
+        let fresh = UUID()
+        try h.store.transaction { tx in
+            try tx.setCallState(
+                CallStateRecord(account: "bob", callID: fresh, state: .ringing, updatedAtMs: h.clock.nowMs)
+            )
+            _ = try tx.appendEvent(event: "ringing", account: "bob", callID: fresh.uuidString, line: "{\"n\":3}")
+        }
+        try EventOutbox(store: h.store, eventsPath: events, forward: nil, logger: logger).reconcile()
+        try EventOutbox(store: h.store, eventsPath: events, forward: nil, logger: logger).reconcile()
+        #expect(JSONLines.read(events).lines == ["{\"n\":1}", "{\"n\":2}", "{\"n\":3}"])
+    }
 }
