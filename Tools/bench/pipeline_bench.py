@@ -167,7 +167,10 @@ def filter_run(bin_dir, work, n, stream_from_sender=False, sample_s=0.1):
     def rss_near(progress):
         c = [r for _, d, r in curve if d >= progress]
         return c[0] if c else None
+    state = os.path.join(work, "state.sqlite")
+    state_bytes = sum(os.path.getsize(state + ext) for ext in ("", "-wal", "-shm") if os.path.exists(state + ext))
     return {"n": n, "decided": decided, "elapsed_s": elapsed, "per_s": decided / elapsed, "peak_rss_kb": peak,
+            "state_bytes": state_bytes,
             "rss_at_10k_kb": rss_near(10_000), "rss_at_end_kb": curve[-1][2] if curve else None, "curve": curve,
             "keys": keys, "contacts": contacts, "payloads": payloads}
 
@@ -210,6 +213,7 @@ def main():
             step = max(1, len(r["curve"]) // 12)
             for s, d, kb in r["curve"][::step]:
                 print(f"soak:   t={s:7.1f} s  decided≈{int(d):>9,}  RSS {kb/1024:6.1f} MB")
+            print(f"soak: state file at the end {r['state_bytes']/1048576:.1f} MB (state.sqlite with its -wal and -shm)")
             if a.curve_out: write_curve(a.curve_out, r["curve"])
 
 def write_curve(path, curve):

@@ -75,28 +75,8 @@ public actor CallProvider {
         update: CallUpdate,
         ringTimeoutSeconds: Double? = nil
     ) throws(IncomingCallError) {
-        if calls[uuid] != nil || endedIDs.contains(uuid) {
-            throw refuse(uuid, .callUUIDAlreadyExists, "call \(uuid) was already reported; report each call id once")
-        }
-        guard configuration.supportedHandleTypes.contains(update.remoteHandle.type) else {
-            throw refuse(
-                uuid,
-                .unentitled,
-                "handle type \(update.remoteHandle.type) is not supported; add it to supportedHandleTypes"
-            )
-        }
-        guard !configuration.blockedHandles.contains(update.remoteHandle) else {
-            throw refuse(uuid, .filteredByBlockList, "the caller is on the block list")
-        }
-        guard !configuration.doNotDisturb else {
-            throw refuse(uuid, .filteredByDoNotDisturb, "do-not-disturb is on")
-        }
-        guard calls.count < configuration.maximumCallGroups else {
-            throw refuse(
-                uuid,
-                .maximumCallsReached,
-                "\(calls.count) calls are live, the maximum is \(configuration.maximumCallGroups)"
-            )
+        if let refusal = admission.refusal(uuid: uuid, update: update) {
+            throw refuse(uuid, refusal)
         }
         var shown = update
         if shown.hasVideo && !configuration.supportsVideo {
@@ -108,6 +88,28 @@ public actor CallProvider {
         calls[uuid] = LiveCall(update: shown, state: .ringing, ringDeadline: reportedAt.addingTimeInterval(timeout))
         logger.info("call ringing", metadata: ["callID": "\(uuid)", "ringTimeoutSeconds": "\(timeout)"])
         emit(.ringing, uuid, shown, reason: nil, at: reportedAt)
+    }
+
+    /// The rules ``reportNewIncomingCall(uuid:update:ringTimeoutSeconds:)`` applies, with the calls live now: a
+    /// copy, so a caller can learn whether a call would ring before reporting it.
+    public var admission: CallAdmission {
+        CallAdmission(configuration: configuration, liveIDs: Set(calls.keys), endedIDs: endedIDs)
+    }
+
+    /// Records an incoming call that was refused (the ``admission`` said so) as missed: a `missed` event whose
+    /// reason is the refusal code, and the id is remembered as ended (a later report of it is a duplicate).
+    ///
+    /// - Parameters:
+    ///   - uuid: The call id.
+    ///   - update: Who called.
+    ///   - refusal: Why the call did not ring.
+    ///   - date: When it was refused; nil means now.
+    public func reportRefusedCall(uuid: UUID, update: CallUpdate, refusal: IncomingCallError.Code, at date: Date? = nil)
+    {
+        guard calls[uuid] == nil else { return }
+        remember(uuid)
+        logger.info("refused call missed", metadata: ["callID": "\(uuid)", "code": "\(refusal)"])
+        emit(.missed, uuid, update, reason: CallEndedReason(rawValue: refusal.rawValue), at: date ?? now())
     }
 
     /// Restores a call that was ringing before the process restarted, without a second `ringing` event.
@@ -264,9 +266,9 @@ public actor CallProvider {
         for sink in sinks { sink.emit(event) }
     }
 
-    private func refuse(_ uuid: UUID, _ code: IncomingCallError.Code, _ message: String) -> IncomingCallError {
-        logger.info("call refused", metadata: ["callID": "\(uuid)", "code": "\(code)"])
-        return IncomingCallError(code: code, message: message)
+    private func refuse(_ uuid: UUID, _ error: IncomingCallError) -> IncomingCallError {
+        logger.info("call refused", metadata: ["callID": "\(uuid)", "code": "\(error.code)"])
+        return error
     }
 
     private func unknown(_ uuid: UUID) -> CallActionError {

@@ -56,7 +56,10 @@ public final class EventOutbox: CallEventSink, Sendable {
     func reconcile() throws {
         guard let writer = self.writer, writer.path != nil else { return }
         let written = writer.lineCount()
-        let missing = try self.store.transaction { tx in try tx.eventLines(after: written) }
+        // The file holds every event ever written, the outbox only those not pruned since.
+        let missing = try self.store.transaction { tx in
+            try tx.eventLines(after: max(0, written - tx.prunedEventCount()))
+        }
         try writer.write(missing)
     }
 }

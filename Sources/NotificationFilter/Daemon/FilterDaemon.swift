@@ -31,6 +31,11 @@ public struct FilterDaemonConfiguration: Sendable {
     public var batchSize = 64
     /// How often ring timeouts are checked.
     public var tickInterval: Duration = .milliseconds(250)
+    /// The state is pruned (``FilterEngine/prune(decisionsWrittenThrough:)``) after the batch that brings the
+    /// payloads since the last prune to this many, or once this much time of the engine's clock has passed since
+    /// then, whichever comes first.
+    public var pruneEveryPayloads = 4_096
+    public var pruneIntervalMs: Int64 = 60_000
 
     public init(input: Input, decisionsPath: String? = nil) {
         self.input = input
@@ -126,6 +131,9 @@ public final class FilterDaemon: Service, Sendable {
             // A line without its own seq gets the one after the previous input's (spool: resumed from the committed
             // progress, so a restart never reuses a number).
             var lineNumber: Int64 = firstSeq
+            var sincePrune = 0
+            var lastPruneMs = self.engine.now()
+            var writtenThrough: Int64? = nil
             while let lines = await source.nextLines(limit: self.configuration.batchSize) {
                 if lines.isEmpty { break }  // only when cancelled (SIGTERM) while waiting for input
                 var inputs: [PayloadInput] = []
@@ -144,6 +152,16 @@ public final class FilterDaemon: Service, Sendable {
                     deduplicateBySeq: spoolPath != nil
                 )
                 try output.write(outcome.lines)
+                if let last = outcome.decisions.last?.seq { writtenThrough = max(writtenThrough ?? last, last) }
+                sincePrune += inputs.count
+                let nowMs = self.engine.now()
+                if sincePrune >= self.configuration.pruneEveryPayloads
+                    || nowMs - lastPruneMs >= self.configuration.pruneIntervalMs
+                {
+                    try await self.engine.prune(decisionsWrittenThrough: writtenThrough)
+                    sincePrune = 0
+                    lastPruneMs = nowMs
+                }
                 if outcome.showLockedAlert { try self.lockedAlert(count: outcome.keptWhileLocked) }
                 if Task.isCancelled || Task.isShuttingDownGracefully { break }
             }

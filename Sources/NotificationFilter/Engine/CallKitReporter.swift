@@ -35,15 +35,22 @@ public final class CallKitReporter: CallReporting, Sendable {
         await self.reporter.reportNewIncomingVoIPPushPayload(
             IncomingCallPayload(
                 callID: handoff.callID,
-                update: CallUpdate(
-                    remoteHandle: CallHandle(type: .generic, value: handoff.callerHandle),
-                    localizedCallerName: handoff.displayName.isEmpty ? nil : handoff.displayName,
-                    hasVideo: handoff.hasVideo,
-                    account: handoff.account,
-                    groupParticipants: handoff.groupParticipants ?? []
-                ),
+                update: CallUpdate(handoff: handoff),
                 ringTimeoutSeconds: remaining
             )
+        )
+    }
+
+    public func admission() async -> CallAdmission {
+        await self.provider.admission
+    }
+
+    public func reportRefused(_ handoff: FilterDecision.Handoff, refusal: IncomingCallError.Code, atMs: Int64) async {
+        await self.provider.reportRefusedCall(
+            uuid: handoff.callID,
+            update: CallUpdate(handoff: handoff),
+            refusal: refusal,
+            at: Date(timeIntervalSince1970: Double(atMs) / 1000)
         )
     }
 
@@ -68,5 +75,25 @@ public final class CallKitReporter: CallReporting, Sendable {
     /// Handoffs that completed without a call report: iOS would terminate the app. Always zero.
     public var violations: Int {
         get async { await self.reporter.counters.violations }
+    }
+}
+
+extension CallUpdate {
+    /// What the provider shows for a handed-off call.
+    init(handoff: FilterDecision.Handoff) {
+        self.init(
+            remoteHandle: CallHandle(type: .generic, value: handoff.callerHandle),
+            localizedCallerName: handoff.displayName.isEmpty ? nil : handoff.displayName,
+            hasVideo: handoff.hasVideo,
+            account: handoff.account,
+            groupParticipants: handoff.groupParticipants ?? []
+        )
+    }
+}
+
+extension CallAdmission {
+    /// Whether the provider would refuse this handoff (nil: it rings, and counts as live for the next one).
+    mutating func admit(_ handoff: FilterDecision.Handoff) -> IncomingCallError.Code? {
+        self.admit(uuid: handoff.callID, update: CallUpdate(handoff: handoff))?.code
     }
 }

@@ -122,6 +122,34 @@ public enum FilterReason: Sendable {
     public static let malformedInput = "malformed-input"
     public static let unknownSender = "unknown-sender"
     public static let callFiltered = "call-filtered"
+    /// `missed-call`: the call provider refused the invite (CallKit's `CXErrorCodeIncomingCallError`), one code
+    /// per refusal, named after the provider's error code. The call never rang; it is recorded as missed.
+    public static let callRefusedMaximumCallsReached = "call-refused-maximum-calls-reached"
+    public static let callRefusedDoNotDisturb = "call-refused-filtered-by-do-not-disturb"
+    public static let callRefusedBlockList = "call-refused-filtered-by-block-list"
+    public static let callRefusedUnentitled = "call-refused-unentitled"
+
+    /// The reason code of a refused invite (nil for `callUUIDAlreadyExists`, which is a duplicate, not a refusal).
+    public static func callRefused(_ code: IncomingCallError.Code) -> String? {
+        switch code {
+        case .maximumCallsReached: callRefusedMaximumCallsReached
+        case .filteredByDoNotDisturb: callRefusedDoNotDisturb
+        case .filteredByBlockList: callRefusedBlockList
+        case .unentitled: callRefusedUnentitled
+        case .callUUIDAlreadyExists: nil
+        default: "call-refused-\(code.rawValue)"
+        }
+    }
+
+    /// The provider's refusal code behind a `call-refused-…` reason (nil for any other reason).
+    static func refusalCode(ofReason reason: String) -> IncomingCallError.Code? {
+        let known: [IncomingCallError.Code] = [
+            .maximumCallsReached, .filteredByDoNotDisturb, .filteredByBlockList, .unentitled,
+        ]
+        if let code = known.first(where: { callRefused($0) == reason }) { return code }
+        let prefix = "call-refused-"
+        return reason.hasPrefix(prefix) ? IncomingCallError.Code(rawValue: String(reason.dropFirst(prefix.count))) : nil
+    }
     // Every E2EEError code of opening is also a reason: too-large, malformed-envelope, foreign-payload,
     // unsupported-version, unsupported-suite, unknown-recipient-key, open-failed, malformed-message, bad-signature.
 }

@@ -75,6 +75,7 @@ extension FilterEngine {
         _ opened: Opened,
         nowMs: Int64,
         tx: borrowing FilterStateTransaction,
+        admission: inout CallAdmission,
         actions: inout [PostCommit]
     ) throws -> FilterDecision {
         func make(_ action: FilterDecision.Action, _ reason: String) -> FilterDecision {
@@ -187,7 +188,7 @@ extension FilterEngine {
                 return d
             }
             if try tx.callState(account: account, callID: invite.callID) != nil {
-                // Already ringing, active, ended or missed: never a second ring (FIELD-NOTES 7).
+                // Already ringing, active, ended or missed: never a second ring (docs/FAILURE-MODES.md item 7).
                 return finish(.silence, FilterReason.duplicateCall)
             }
             // Only a cancel from the inviter cancels the invite (a cancel from anyone else is dropped here).
@@ -197,6 +198,24 @@ extension FilterEngine {
             let deadline = sentAt + Int64(invite.ringTimeoutSeconds) * 1000 + self.policy.clockSkewMs
             if nowMs >= deadline {
                 return try missed(FilterReason.inviteExpired)
+            }
+            let handoff = FilterDecision.Handoff(
+                callID: invite.callID,
+                callerHandle: invite.callerHandle,
+                displayName: invite.displayName,
+                hasVideo: invite.hasVideo,
+                account: account,
+                ringDeadlineMs: deadline,
+                groupParticipants: invite.groupParticipants.isEmpty ? nil : invite.groupParticipants
+            )
+            // The provider's answer decides: a refused call never rings, so it is a missed call (with the refusal
+            // as its reason and a `missed` event), and its state is final: a later cancel or retry finds it ended.
+            if let refusal = admission.admit(handoff) {
+                guard let reason = FilterReason.callRefused(refusal) else {
+                    return finish(.silence, FilterReason.duplicateCall)  // the provider knows this call id already
+                }
+                actions.append(.refused(handoff, refusal, atMs: nowMs))
+                return try missed(reason)
             }
             try tx.setCallState(
                 CallStateRecord(
@@ -217,15 +236,6 @@ extension FilterEngine {
                     hasVideo: invite.hasVideo
                 )
             )
-            let handoff = FilterDecision.Handoff(
-                callID: invite.callID,
-                callerHandle: invite.callerHandle,
-                displayName: invite.displayName,
-                hasVideo: invite.hasVideo,
-                account: account,
-                ringDeadlineMs: deadline,
-                groupParticipants: invite.groupParticipants.isEmpty ? nil : invite.groupParticipants
-            )
             actions.append(.handOff(handoff))
             var d = finish(.ring, FilterReason.freshInvite)
             d.handoff = handoff
@@ -234,7 +244,7 @@ extension FilterEngine {
         case .callCancel(let cancel):
             decision.callID = cancel.callID
             guard let state = try tx.callState(account: account, callID: cancel.callID) else {
-                // Pushes are not ordered: remember it, so the late invite becomes a missed call (FIELD-NOTES 5).
+                // Pushes are not ordered: remember it, so the late invite becomes a missed call (docs/FAILURE-MODES.md item 5).
                 try tx.recordEarlyCancel(
                     EarlyCancelRecord(
                         account: account,
@@ -256,6 +266,7 @@ extension FilterEngine {
             }
             let wasRinging = state.state == .ringing
             _ = try tx.deleteRing(account: account, callID: cancel.callID)
+            admission.end(uuid: cancel.callID)
             let ring = wasRinging && cancel.reason == .remoteEnded
             try tx.setCallState(
                 CallStateRecord(

@@ -122,6 +122,10 @@ public actor FilterEngine {
 
         // Decrypt and verify outside the transaction (pure work), then decide with state inside it.
         let opened = await self.openAll(inputs, nowMs: nowMs)
+        // The provider's answer for each invite is part of its decision: taken before the transaction (no await in
+        // it), updated by each invite admitted and each call ended in the batch. Nothing runs on this actor between
+        // the copy and the commit (the transaction is synchronous), so a `ring` decision is a call that rings.
+        var admission = await self.reporter.admission()
         let (decisions, lines, actions) = try self.store.transaction {
             tx -> ([FilterDecision], [String], [PostCommit]) in
             var decisions: [FilterDecision] = []
@@ -132,7 +136,14 @@ public actor FilterEngine {
                     // Already decided before a restart: the daemon re-emits it from the log; decide nothing twice.
                     continue
                 }
-                var decision = try self.decide(input, result, nowMs: nowMs, tx: tx, actions: &actions)
+                var decision = try self.decide(
+                    input,
+                    result,
+                    nowMs: nowMs,
+                    tx: tx,
+                    admission: &admission,
+                    actions: &actions
+                )
                 decision.seq = input.seq
                 decision.apnsID = input.apnsID
                 let line = decision.jsonLine()
@@ -232,10 +243,26 @@ public actor FilterEngine {
     /// After a restart: gives the reporter back the calls that were ringing (without a second ring) and expires
     /// those whose window passed while the process was down.
     public func recoverAfterRestart() async throws {
-        let (rings, unfinished) = try self.store.transaction { tx in
-            (try tx.rings(dueBy: Int64.max), try tx.callsEndedWithoutEndEvent())
+        let (rings, unfinished, refused) = try self.store.transaction { tx in
+            (try tx.rings(dueBy: Int64.max), try tx.callsEndedWithoutEndEvent(), try tx.refusedCallsWithoutEvent())
         }
         let nowMs = self.now()
+        // Refused invites whose `missed` event was lost in a crash: record it now (the decision was committed).
+        for call in refused {
+            guard let refusal = FilterReason.refusalCode(ofReason: call.reason) else { continue }
+            await self.reporter.reportRefused(
+                FilterDecision.Handoff(
+                    callID: call.callID,
+                    callerHandle: call.callerHandle ?? "unknown",
+                    displayName: call.displayName ?? "",
+                    hasVideo: false,
+                    account: call.account,
+                    ringDeadlineMs: call.atMs
+                ),
+                refusal: refusal,
+                atMs: call.atMs
+            )
+        }
         // Calls whose end was decided but whose end event was lost in a crash: re-establish, then end them.
         for (account, callID, endReason, ringingLine) in unfinished {
             guard let uuid = UUID(uuidString: callID) else { continue }
@@ -274,11 +301,56 @@ public actor FilterEngine {
         var displayName: String?
     }
 
+    // MARK: - bounded state
+
+    /// What one ``prune(decisionsWrittenThrough:)`` removed, per table.
+    public struct PruneCounts: Sendable, Hashable {
+        public var replay = 0
+        public var finishedCalls = 0
+        public var earlyCancels = 0
+        public var decisions = 0
+        public var events = 0
+    }
+
+    /// Forgets what can no longer change a decision, in one transaction, so the state stays bounded:
+    /// message ids sent before the replay window (older payloads are `stale` before the replay check), ended and
+    /// missed calls last updated before the replay window (every later payload about them is `stale` too, unless
+    /// the caller reuses the call id), cancels that waited for their invite longer than
+    /// ``FilterPolicy/earlyCancelRetentionMs``, decision lines already written to the output, and the outbox
+    /// events of calls no longer in the state (and notices).
+    ///
+    /// - Parameter seq: the highest sequence number whose decision the daemon has written to its output; nil keeps
+    ///   the decision log.
+    @discardableResult
+    public func prune(decisionsWrittenThrough seq: Int64?) throws -> PruneCounts {
+        let nowMs = self.now()
+        let policy = self.policy
+        let counts = try self.store.transaction { tx in
+            var counts = PruneCounts()
+            counts.replay = try tx.pruneReplay(olderThanMs: nowMs - policy.replayRetentionMs)
+            counts.finishedCalls = try tx.pruneFinishedCalls(olderThanMs: nowMs - policy.replayRetentionMs)
+            counts.earlyCancels = try tx.pruneEarlyCancels(olderThanMs: nowMs - policy.earlyCancelRetentionMs)
+            if let seq { counts.decisions = try tx.pruneDecisionLog(throughSeq: seq) }
+            counts.events = try tx.pruneEventOutbox()
+            return counts
+        }
+        self.logger.debug(
+            "state pruned",
+            metadata: [
+                "replay": "\(counts.replay)", "calls": "\(counts.finishedCalls)",
+                "earlyCancels": "\(counts.earlyCancels)", "decisions": "\(counts.decisions)",
+                "events": "\(counts.events)",
+            ]
+        )
+        return counts
+    }
+
     // MARK: - post-commit actions
 
     enum PostCommit: Sendable {
         case handOff(FilterDecision.Handoff)
         case end(account: String, callID: UUID, cause: CallEndCause, atMs: Int64)
+        case refused(FilterDecision.Handoff, IncomingCallError.Code, atMs: Int64)
     }
 
     private func perform(_ actions: [PostCommit]) async {
@@ -287,6 +359,8 @@ public actor FilterEngine {
             case .handOff(let handoff): await self.reporter.handOff(handoff)
             case .end(let account, let callID, let cause, let atMs):
                 await self.reporter.endCall(account: account, callID: callID, cause: cause, atMs: atMs)
+            case .refused(let handoff, let refusal, let atMs):
+                await self.reporter.reportRefused(handoff, refusal: refusal, atMs: atMs)
             }
         }
     }

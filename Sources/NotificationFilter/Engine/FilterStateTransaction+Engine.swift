@@ -25,6 +25,8 @@ extension FilterStateTransaction {
         CREATE TABLE IF NOT EXISTS event_outbox (
             id INTEGER PRIMARY KEY AUTOINCREMENT, event TEXT NOT NULL, account TEXT NOT NULL,
             call_id TEXT NOT NULL, line TEXT NOT NULL, UNIQUE (event, account, call_id));
+        CREATE TABLE IF NOT EXISTS event_outbox_pruned (
+            id INTEGER PRIMARY KEY CHECK (id = 1), count INTEGER NOT NULL);
         """
 
     func prepareEngineTables() throws(FilterStateError) {
@@ -132,6 +134,87 @@ extension FilterStateTransaction {
             var out: [(String, String, String?, String)] = []
             while try s.step() { out.append((s.text(0), s.text(1), s.optionalText(2), s.text(3))) }
             return out
+        }
+    }
+
+    /// Invites decided as missed because the provider refused them, whose `missed` event never made it to the
+    /// outbox (the process died between the decision's commit and the event's).
+    func refusedCallsWithoutEvent() throws(FilterStateError) -> [MissedCallRecord] {
+        try self.database.withStatement(
+            """
+            SELECT m.account, m.call_id, m.caller_handle, m.display_name, m.at_ms, m.reason FROM missed_call m
+            JOIN call_state c ON c.account = m.account AND c.call_id = m.call_id AND c.state = 'missed'
+            WHERE m.reason LIKE 'call-refused-%' AND NOT EXISTS (
+                SELECT 1 FROM event_outbox e WHERE e.event = 'missed' AND e.account = m.account
+                AND e.call_id = m.call_id)
+            ORDER BY m.at_ms, m.call_id
+            """
+        ) { s throws(FilterStateError) in
+            var out: [MissedCallRecord] = []
+            while try s.step() {
+                guard let callID = UUID(uuidString: s.text(1)) else { continue }
+                out.append(
+                    MissedCallRecord(
+                        account: s.text(0),
+                        callID: callID,
+                        callerHandle: s.optionalText(2),
+                        displayName: s.optionalText(3),
+                        atMs: s.int64(4),
+                        reason: s.text(5)
+                    )
+                )
+            }
+            return out
+        }
+    }
+
+    /// Forgets decision lines written to the output (sequence number at or below `seq`), except those of payloads
+    /// still pending (a crash while deciding them after an unlock re-decides them, deduplicated by this log).
+    @discardableResult
+    func pruneDecisionLog(throughSeq seq: Int64) throws(FilterStateError) -> Int {
+        try self.database.withStatement(
+            "DELETE FROM decision_log WHERE seq <= ?1 AND seq NOT IN (SELECT seq FROM pending_payload)"
+        ) { s throws(FilterStateError) in
+            try s.bind(seq, at: 1)
+            try s.run()
+            return self.database.changes
+        }
+    }
+
+    /// Forgets outbox events of calls the state no longer knows (no call state, not ringing): pruned calls, and
+    /// notices. Run after the events were written; ``prunedEventCount()`` keeps the events file reconcilable.
+    @discardableResult
+    func pruneEventOutbox() throws(FilterStateError) -> Int {
+        let removed = try self.database.withStatement(
+            """
+            DELETE FROM event_outbox WHERE NOT EXISTS (
+                SELECT 1 FROM call_state c WHERE c.account = event_outbox.account AND c.call_id = event_outbox.call_id)
+            AND NOT EXISTS (
+                SELECT 1 FROM call_ring r WHERE r.account = event_outbox.account AND r.call_id = event_outbox.call_id)
+            """
+        ) { s throws(FilterStateError) in
+            try s.run()
+            return self.database.changes
+        }
+        if removed > 0 {
+            try self.database.withStatement(
+                """
+                INSERT INTO event_outbox_pruned (id, count) VALUES (1, ?1)
+                ON CONFLICT (id) DO UPDATE SET count = count + ?1
+                """
+            ) { s throws(FilterStateError) in
+                try s.bind(Int64(removed), at: 1)
+                try s.run()
+            }
+        }
+        return removed
+    }
+
+    /// How many outbox events were pruned in all (each was written to the events file before).
+    func prunedEventCount() throws(FilterStateError) -> Int {
+        try self.database.withStatement("SELECT count FROM event_outbox_pruned WHERE id = 1") {
+            s throws(FilterStateError) in
+            try s.step() ? Int(s.int64(0)) : 0
         }
     }
 

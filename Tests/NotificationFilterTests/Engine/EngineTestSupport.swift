@@ -32,6 +32,7 @@ struct EngineHarness {
         policy: FilterPolicy = FilterPolicy(),
         bobLocked: Bool = false,
         extraAccounts: [FilterAccount] = [],
+        provider: CallProviderConfiguration = CallProviderConfiguration(),
         logger: Logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws {
         self.directory = NSTemporaryDirectory() + "e2ee-engine-\(UUID().uuidString)"
@@ -46,7 +47,7 @@ struct EngineHarness {
         self.events = InMemoryCallEventSink()
         self.store = try FilterStateStore(path: self.directory + "/state.sqlite", logger: logger)
         self.reporter = CallKitReporter(
-            configuration: CallProviderConfiguration(),
+            configuration: provider,
             sink: self.events,
             now: self.clock.closure,
             logger: logger

@@ -28,6 +28,10 @@ struct CrashWindowEventTests {
         func handOff(_ handoff: FilterDecision.Handoff) async { await self.inner.handOff(handoff) }
         func endCall(account: String, callID: UUID, cause: CallEndCause, atMs: Int64) async {}
         func restoreRinging(_ handoff: FilterDecision.Handoff) async { await self.inner.restoreRinging(handoff) }
+        func admission() async -> CallAdmission { await self.inner.admission() }
+        func reportRefused(_ handoff: FilterDecision.Handoff, refusal: IncomingCallError.Code, atMs: Int64) async {
+            await self.inner.reportRefused(handoff, refusal: refusal, atMs: atMs)
+        }
     }
 
     @Test(

@@ -1,0 +1,148 @@
+@_spi(Vectors) import E2EECore
+import Foundation
+import Logging
+import Testing
+
+@testable import NotificationFilter
+
+/// The daemon prunes the state on a schedule (every N payloads or T ms of its clock): old message ids, finished
+/// calls, early cancels, written decision lines and outbox events of forgotten calls go; what can still change a
+/// decision stays.
+@Suite("Bounded state: the daemon prunes on a schedule")
+struct StatePruneTests {
+    static let tables = ["replay", "call_state", "early_cancel", "decision_log", "event_outbox"]
+
+    func counts(_ store: FilterStateStore) throws -> [String: Int] {
+        try store.transaction { tx in
+            var out: [String: Int] = [:]
+            for table in Self.tables {
+                out[table] = try tx.database.withStatement("SELECT count(*) FROM \(table)") {
+                    s throws(FilterStateError) in
+                    _ = try s.step()
+                    return Int(s.int64(0))
+                }
+            }
+            return out
+        }
+    }
+
+    /// Appends `contents`, sealed now by alice, to the spool, then runs the daemon over the spool to its end.
+    func run(
+        _ h: EngineHarness,
+        spool: String,
+        decisions: String,
+        events: String,
+        append lines: [String]
+    ) async throws -> [String] {
+        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        let handle = try #require(FileHandle(forWritingAtPath: spool))
+        handle.seekToEndOfFile()
+        handle.write(Data(lines.map { $0 + "\n" }.joined().utf8))
+        try handle.close()
+        let outbox = try EventOutbox(store: h.store, eventsPath: events, forward: nil, logger: logger)
+        let reporter = CallKitReporter(configuration: .init(), sink: outbox, now: h.clock.closure, logger: logger)
+        let engine = try FilterEngine(
+            store: h.store,
+            accounts: await h.engine.accounts,
+            reporter: reporter,
+            now: h.clock.closure,
+            logger: logger
+        )
+        var configuration = FilterDaemonConfiguration(input: .spool(path: spool), decisionsPath: decisions)
+        configuration.exitAtEndOfInput = true
+        configuration.pruneEveryPayloads = 4
+        configuration.pruneIntervalMs = .max
+        try await FilterDaemon(configuration: configuration, engine: engine, events: outbox, logger: logger).run()
+        return JSONLines.read(decisions).lines.compactMap { JSONLines.object($0)?["reason"] as? String }
+    }
+
+    @Test("after the replay window the tables shrink to exact counts; a replay inside the window is still caught")
+    func pruneOnSchedule() async throws {
+        let h = try EngineHarness()
+        let spool = h.directory + "/spool.jsonl"
+        let decisions = h.directory + "/decisions.jsonl"
+        let events = h.directory + "/events.jsonl"
+        #expect(FileManager.default.createFile(atPath: spool, contents: nil))
+        var seq: Int64 = 0
+        func line(_ body: [UInt8]) -> String {
+            seq += 1
+            return SpoolRecord(seq: seq, body: body, receivedAtMs: h.clock.nowMs).jsonLine()
+        }
+        let text = { (body: String) in MessageContent.text(TextMessage(threadID: "", title: "", body: body)) }
+        let ended = UUID()
+        let neverInvited = UUID()
+
+        // Run 1, at the start: four payloads, a prune after them (nothing is old yet; written decisions go).
+        let first = try await self.run(
+            h,
+            spool: spool,
+            decisions: decisions,
+            events: events,
+            append: [
+                line(try h.body(text("one"))),
+                line(try h.body(EngineHarness.invite(ended))),
+                line(try h.body(.callCancel(CallCancel(callID: ended, reason: .answeredElsewhere)))),
+                line(try h.body(.callCancel(CallCancel(callID: neverInvited, reason: .remoteEnded)))),
+            ]
+        )
+        #expect(first == ["text", "fresh-invite", "call-cancelled", "cancel-before-invite"])
+        #expect(
+            try self.counts(h.store)
+                == ["replay": 4, "call_state": 1, "early_cancel": 1, "decision_log": 0, "event_outbox": 2]
+        )
+
+        // Run 2, past the replay window: the old ids, the ended call, the early cancel and its events go.
+        h.clock.advance(ms: FilterPolicy().replayRetentionMs + 60_000)
+        let repeated = try h.body(text("two"))
+        let later = try h.body(text("three"))
+        let ringing = UUID()
+        let second = try await self.run(
+            h,
+            spool: spool,
+            decisions: decisions,
+            events: events,
+            append: [
+                line(repeated),
+                line(later),
+                line(try h.body(EngineHarness.invite(ringing))),
+                line(repeated),
+            ]
+        )
+        #expect(second.suffix(4) == ["text", "text", "fresh-invite", "replay"])
+        #expect(
+            try self.counts(h.store)
+                == ["replay": 3, "call_state": 1, "early_cancel": 0, "decision_log": 0, "event_outbox": 1]
+        )
+
+        // Run 3, still inside the window: a replay of a pruned-run message is caught; no event is written twice.
+        let third = try await self.run(h, spool: spool, decisions: decisions, events: events, append: [line(later)])
+        #expect(third.count == 9)
+        #expect(third.last == "replay")
+        #expect(JSONLines.read(events).lines.count == 3)  // ringing + ended (run 1), ringing (run 2)
+    }
+
+    @Test("after a prune, an event committed but not written (a crash) is written once by the reconcile")
+    func reconcileAfterPrune() async throws {
+        let h = try EngineHarness()
+        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        let events = h.directory + "/events.jsonl"
+        let outbox = try EventOutbox(store: h.store, eventsPath: events, forward: nil, logger: logger)
+        let old = UUID().uuidString
+        try outbox.record(event: "ringing", account: "bob", callID: old, line: "{\"n\":1}")
+        try outbox.record(event: "ended", account: "bob", callID: old, line: "{\"n\":2}")
+        // The call is forgotten (no call state): its two written events are pruned.
+        let pruned = try await h.engine.prune(decisionsWrittenThrough: nil)
+        #expect(pruned.events == 2)
+        // A new event commits, then the process dies before writing it to the file.
+        let fresh = UUID()
+        try h.store.transaction { tx in
+            try tx.setCallState(
+                CallStateRecord(account: "bob", callID: fresh, state: .ringing, updatedAtMs: h.clock.nowMs)
+            )
+            _ = try tx.appendEvent(event: "ringing", account: "bob", callID: fresh.uuidString, line: "{\"n\":3}")
+        }
+        try EventOutbox(store: h.store, eventsPath: events, forward: nil, logger: logger).reconcile()
+        try EventOutbox(store: h.store, eventsPath: events, forward: nil, logger: logger).reconcile()
+        #expect(JSONLines.read(events).lines == ["{\"n\":1}", "{\"n\":2}", "{\"n\":3}"])
+    }
+}
