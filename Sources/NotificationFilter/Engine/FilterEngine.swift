@@ -264,22 +264,24 @@ public actor FilterEngine {
             )
         }
         // Calls whose end was decided but whose end event was lost in a crash: re-establish, then end them.
-        for (account, callID, endReason, ringingLine) in unfinished {
-            guard let uuid = UUID(uuidString: callID) else { continue }
-            let ringing = try? JSONDecoder().decode(RingingLine.self, from: Data(ringingLine.utf8))
+        // A call whose ring and end were decided in one batch may have lost both events: it rings (once) and ends.
+        for call in unfinished {
+            guard let uuid = UUID(uuidString: call.callID) else { continue }
+            let ringing = call.ringingLine.flatMap { try? JSONDecoder().decode(RingingLine.self, from: Data($0.utf8)) }
             let cause: CallEndCause =
-                CallCancelReason.allCases.first { $0.description == endReason }.map { .cancelled($0) } ?? .unanswered
+                CallCancelReason.allCases.first { $0.description == call.endReason }.map { .cancelled($0) }
+                ?? .unanswered
             await self.reporter.restoreRinging(
                 FilterDecision.Handoff(
                     callID: uuid,
-                    callerHandle: ringing?.handle ?? "unknown",
-                    displayName: ringing?.displayName ?? "",
+                    callerHandle: ringing?.handle ?? call.callerHandle ?? "unknown",
+                    displayName: ringing?.displayName ?? call.displayName ?? "",
                     hasVideo: false,
-                    account: account,
+                    account: call.account,
                     ringDeadlineMs: nowMs + 1000
                 )
             )
-            await self.reporter.endCall(account: account, callID: uuid, cause: cause, atMs: nowMs)
+            await self.reporter.endCall(account: call.account, callID: uuid, cause: cause, atMs: nowMs)
         }
         for ring in rings where ring.deadlineMs > nowMs {
             await self.reporter.restoreRinging(

@@ -121,18 +121,38 @@ extension FilterStateTransaction {
     /// Calls that ended (state ended or missed) after a `ringing` event, but whose end event never made it to the
     /// outbox: the process died between the decision's commit and the event's. (account, call id, end reason,
     /// the ringing event line.)
-    func callsEndedWithoutEndEvent() throws(FilterStateError) -> [(String, String, String?, String)] {
+    func callsEndedWithoutEndEvent() throws(FilterStateError) -> [EndedCallWithoutEvent] {
+        // A call that rang has an end reason of a ring (a cancel reason, or `unanswered`); its `ringing` event may be
+        // missing too, when the invite and its end were decided in one batch and the process died before either
+        // event was written: then the caller's name comes from the missed-call record or the call state.
         try self.database.withStatement(
             """
-            SELECT c.account, c.call_id, c.end_reason, r.line FROM call_state c
-            JOIN event_outbox r ON r.event = 'ringing' AND r.account = c.account AND r.call_id = c.call_id
-            WHERE c.state IN ('ended', 'missed') AND NOT EXISTS (
+            SELECT c.account, c.call_id, c.end_reason, r.line, m.caller_handle, m.display_name, c.caller
+            FROM call_state c
+            LEFT JOIN event_outbox r ON r.event = 'ringing' AND r.account = c.account AND r.call_id = c.call_id
+            LEFT JOIN missed_call m ON m.account = c.account AND m.call_id = c.call_id
+            WHERE c.state IN ('ended', 'missed')
+            AND (r.line IS NOT NULL
+                OR c.end_reason IN ('remoteEnded', 'answeredElsewhere', 'declinedElsewhere', 'unanswered'))
+            AND NOT EXISTS (
                 SELECT 1 FROM event_outbox e WHERE e.event IN ('ended', 'missed', 'declined')
                 AND e.account = c.account AND e.call_id = c.call_id)
+            ORDER BY c.updated_at_ms, c.call_id
             """
         ) { s throws(FilterStateError) in
-            var out: [(String, String, String?, String)] = []
-            while try s.step() { out.append((s.text(0), s.text(1), s.optionalText(2), s.text(3))) }
+            var out: [EndedCallWithoutEvent] = []
+            while try s.step() {
+                out.append(
+                    EndedCallWithoutEvent(
+                        account: s.text(0),
+                        callID: s.text(1),
+                        endReason: s.optionalText(2),
+                        ringingLine: s.optionalText(3),
+                        callerHandle: s.optionalText(4) ?? s.optionalText(6),
+                        displayName: s.optionalText(5)
+                    )
+                )
+            }
             return out
         }
     }
@@ -228,4 +248,16 @@ extension FilterStateTransaction {
             return out
         }
     }
+}
+
+/// A call whose end was decided but whose end event never reached the outbox (the process died in between).
+struct EndedCallWithoutEvent {
+    var account: String
+    var callID: String
+    var endReason: String?
+    /// The call's `ringing` event line, if that one was recorded.
+    var ringingLine: String?
+    /// Who called, from the missed-call record or the call state, for when the ringing line is missing.
+    var callerHandle: String?
+    var displayName: String?
 }

@@ -95,6 +95,83 @@ struct CrashWindowEventTests {
         #expect(kinds.count == 2 && ["ended", "missed"].contains(kinds.last ?? ""), "events for the call: \(kinds)")
     }
 
+    /// Drops every call event: the process "dies" right after the batch's commit, before any handoff or end.
+    struct DiesAfterCommit: CallReporting {
+        let inner: CallKitReporter
+        func handOff(_ handoff: FilterDecision.Handoff) async {}
+        func endCall(account: String, callID: UUID, cause: CallEndCause, atMs: Int64) async {}
+        func restoreRinging(_ handoff: FilterDecision.Handoff) async { await self.inner.restoreRinging(handoff) }
+        func admission() async -> CallAdmission { await self.inner.admission() }
+        func reportRefused(_ handoff: FilterDecision.Handoff, refusal: IncomingCallError.Code, atMs: Int64) async {}
+    }
+
+    @Test(
+        "regression: an invite and its cancel decided in one batch, killed before either event: both after restart",
+        .bug(id: "fp-4", "ringing and missed events lost when a call rang and ended in the batch a kill interrupted")
+    )
+    func ringAndEndInOneBatchSurviveKill() async throws {
+        let fixture = try FilterFixture()
+        let logger = Logger(label: "fp", factory: { _ in SwiftLogNoOpLogHandler() })
+        let spoolPath = fixture.path("spool.jsonl")
+        let statePath = fixture.path("state.sqlite")
+        let eventsPath = fixture.path("events.jsonl")
+        let hungUp = UUID()
+        let answered = UUID()
+        let records = [
+            SpoolRecord(seq: 1, body: try fixture.body(FilterFixture.invite(hungUp)), receivedAtMs: fixture.startMs),
+            SpoolRecord(
+                seq: 2,
+                body: try fixture.body(FilterFixture.cancel(hungUp, .remoteEnded)),
+                receivedAtMs: fixture.startMs
+            ),
+            SpoolRecord(seq: 3, body: try fixture.body(FilterFixture.invite(answered)), receivedAtMs: fixture.startMs),
+            SpoolRecord(
+                seq: 4,
+                body: try fixture.body(FilterFixture.cancel(answered, .answeredElsewhere)),
+                receivedAtMs: fixture.startMs
+            ),
+        ]
+        let bytes = records.flatMap { Array(($0.jsonLine() + "\n").utf8) }
+        try appendToFile(spoolPath, bytes)
+
+        // Before the kill: one batch decides all four, commits, and the process dies before any call event.
+        do {
+            let store = try FilterStateStore(path: statePath, logger: logger)
+            let outbox = try EventOutbox(store: store, eventsPath: eventsPath, forward: nil, logger: logger)
+            let now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+            let reporter = CallKitReporter(configuration: .init(), sink: outbox, now: now, logger: logger)
+            let engine = try FilterEngine(
+                store: store,
+                accounts: [FilterAccount(identity: fixture.bob, contacts: ContactBook([fixture.alice.card()]))],
+                reporter: DiesAfterCommit(inner: reporter),
+                now: now,
+                logger: logger
+            )
+            let inputs = records.enumerated().map { index, record in
+                PayloadInput.parse(line: Array(record.jsonLine().utf8), defaultSeq: Int64(index + 1))
+            }
+            let batch = try await engine.process(inputs, spool: (spoolPath, Int64(bytes.count)))
+            #expect(
+                batch.decisions.map(\.reason) == ["fresh-invite", "call-cancelled", "fresh-invite", "call-cancelled"]
+            )
+        }
+        #expect(self.events(eventsPath, hungUp).isEmpty, "the state a kill in that window leaves")
+
+        var options = FilterAppOptions(
+            accounts: [.init(identity: fixture.identityPath, contacts: fixture.contactsPath)],
+            statePath: statePath
+        )
+        options.input = .spool(path: spoolPath)
+        options.exitAtEndOfInput = true
+        options.decisionsPath = fixture.path("decisions.jsonl")
+        options.eventsPath = eventsPath
+        try await FilterApp.build(options, logger: logger).daemon.run()
+
+        // As an uninterrupted run: each call rang once, then ended (hung up: missed; answered elsewhere: ended).
+        #expect(self.events(eventsPath, hungUp) == ["ringing", "missed"])
+        #expect(self.events(eventsPath, answered) == ["ringing", "ended"])
+    }
+
     private func events(_ path: String, _ callID: UUID) -> [String] {
         JSONLines.read(path).lines.compactMap { line in
             guard let object = JSONLines.object(line), object["callID"] as? String == callID.uuidString else {
