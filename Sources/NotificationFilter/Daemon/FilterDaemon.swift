@@ -131,9 +131,10 @@ public final class FilterDaemon: Service, Sendable {
                 var inputs: [PayloadInput] = []
                 inputs.reserveCapacity(lines.count)
                 for line in lines {
+                    // An oversized line is neither a request line nor a spool record: a bare body, too large.
                     let input =
                         line.oversized
-                        ? PayloadInput(seq: lineNumber + 1, apnsID: nil, malformed: "oversized")
+                        ? PayloadInput(seq: lineNumber + 1, apnsID: nil, body: line.bytes)
                         : PayloadInput.parse(line: line.bytes, defaultSeq: lineNumber + 1)
                     lineNumber = spoolPath == nil ? lineNumber + 1 : max(lineNumber + 1, input.seq)
                     inputs.append(input)

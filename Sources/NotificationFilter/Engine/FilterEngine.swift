@@ -183,7 +183,7 @@ public actor FilterEngine {
         while true {
             let pending = try self.store.transaction { tx in try tx.pendingPayloads(limit: 256) }
             if pending.isEmpty { break }
-            let inputs = pending.map { PayloadInput.parse(line: Array($0.payload.utf8), defaultSeq: $0.seq) }
+            let inputs = pending.map { PayloadInput.parsePending($0.payload, seq: $0.seq) }
             let outcome = try await self.process(inputs)
             try self.store.transaction { tx in
                 for item in pending { _ = try tx.deletePending(seq: item.seq) }
