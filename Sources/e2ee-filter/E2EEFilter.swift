@@ -30,7 +30,11 @@ struct AccountFlags: ParsableArguments {
     var identity: String?
     @Option(name: .long, help: "A folder of contact cards (*.card.json) whose senders are accepted.")
     var contacts: String?
-    @Option(name: .long, help: "A file holding the identity's passphrase, if it is locked (polled until it exists).")
+    @Option(
+        name: .long,
+        help:
+            "A file holding the identity's passphrase, if it is locked (waited for; a wrong one is reported once and tried again when the file changes)."
+    )
     var passphraseFile: String?
     @Option(name: .long, help: "This account's public card: its key ids, so payloads can be kept while locked.")
     var card: String?

@@ -111,12 +111,24 @@ public final class FilterDaemon: Service, Sendable {
         }
         try self.events?.reconcile()
         try await self.engine.recoverAfterRestart()
+        // Payloads kept while locked in an earlier run, now unlocked: decided before any new input.
+        if await self.engine.hasKeptPayloads {
+            let decisions = try await self.engine.decideKept(emit: { try output.write($0) })
+            if !decisions.isEmpty {
+                self.logger.notice("kept payloads decided", metadata: ["count": "\(decisions.count)"])
+            }
+        }
 
         let ticker = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: self.configuration.tickInterval)
                 try? await self.engine.expireRinging()
-                if await self.engine.isLocked { try? await self.tryUnlock(output: output) }
+                if await self.engine.isLocked {
+                    try? await self.tryUnlock(output: output)
+                } else if await self.engine.hasKeptPayloads {
+                    // Kept payloads left over (a failed write while draining): drain them before newer ones.
+                    _ = try? await self.engine.decideKept(emit: { try output.write($0) })
+                }
             }
         }
         defer { ticker.cancel() }
@@ -157,8 +169,12 @@ public final class FilterDaemon: Service, Sendable {
     private func tryUnlock(output: LineWriter) async throws {
         for account in await self.engine.accounts where account.isLocked {
             if let identity = self.unlock(account.name) {
-                let decisions = try await self.engine.unlock(account: account.name, identity: identity)
-                try output.write(decisions.map { $0.jsonLine() })
+                // Written in order inside the engine, before any newer payload is decided.
+                let decisions = try await self.engine.unlock(
+                    account: account.name,
+                    identity: identity,
+                    emit: { try output.write($0) }
+                )
                 self.logger.notice("account unlocked; kept payloads decided", metadata: ["count": "\(decisions.count)"])
             }
         }
