@@ -246,6 +246,12 @@ struct Once: AsyncParsableCommand {
             }
             let line = Array(bytes.reversed().drop(while: { $0 == 0x0A || $0 == 0x0D }).reversed())
             let parts = try FilterApp.build(options, logger: self.account.logger())
+            // Payloads a locked `run` kept are decided (and logged) before this newer one, which would otherwise
+            // wait behind them.
+            let locked = await parts.engine.isLocked
+            if !locked, await parts.engine.hasKeptPayloads {
+                _ = try await parts.engine.decideKept()
+            }
             let outcome = try await parts.engine.process(
                 [PayloadInput.parse(line: line, defaultSeq: 1)],
                 deduplicateBySeq: false

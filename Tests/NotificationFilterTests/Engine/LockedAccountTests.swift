@@ -105,6 +105,51 @@ struct LockedAccountTests {
         #expect(after.decisions.map(\.seq) == [4])
         #expect(try locked.store.transaction { tx in try tx.pendingCount() } == 0)
     }
+
+    @Test("e2ee-filter once, unlocked, on a state with payloads a locked run kept: decides its own payload")
+    func onceAfterKept() async throws {
+        let fixture = try FilterFixture()
+        let state = fixture.path("state.sqlite")
+        do {
+            // A locked run kept one payload in this state file.
+            let noLogs = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+            let store = try FilterStateStore(path: state, logger: noLogs)
+            let engine = try FilterEngine(
+                store: store,
+                accounts: [
+                    FilterAccount(
+                        lockedName: "bob",
+                        deviceKeyIDs: Set(fixture.bob.deviceKeys.map(\.keyID)),
+                        contacts: ContactBook([fixture.alice.card()])
+                    )
+                ],
+                reporter: CallKitReporter(
+                    configuration: CallProviderConfiguration(),
+                    sink: InMemoryCallEventSink(),
+                    now: { fixture.startMs },
+                    logger: noLogs
+                ),
+                now: { fixture.startMs },
+                logger: noLogs
+            )
+            let kept = try await engine.process([
+                PayloadInput(seq: 1, apnsID: nil, body: try fixture.body(FilterFixture.text("kept")))
+            ])
+            #expect(kept.keptWhileLocked == 1)
+        }
+        let payload = fixture.path("new.json")
+        try appendToFile(payload, try fixture.body(FilterFixture.text("newer")))
+        let once = try await FilterProcess.run(
+            ["once"] + fixture.accountArguments(state: state) + ["--payload", payload],
+            directory: fixture.directory,
+            name: "once-after-kept"
+        )
+        #expect(once.status == 0, "stderr: \(once.stderr)")
+        let lines = JSONLines.split(once.stdout).lines
+        #expect(lines.count == 1)
+        #expect(JSONLines.object(lines.first ?? "")?["decision"] as? String == "alert", "not kept behind: \(lines)")
+        #expect(JSONLines.object(lines.first ?? "")?["reason"] as? String == "text")
+    }
 }
 
 private final class EmittedLines: Sendable {
