@@ -30,7 +30,11 @@ struct AccountFlags: ParsableArguments {
     var identity: String?
     @Option(name: .long, help: "A folder of contact cards (*.card.json) whose senders are accepted.")
     var contacts: String?
-    @Option(name: .long, help: "A file holding the identity's passphrase, if it is locked (polled until it exists).")
+    @Option(
+        name: .long,
+        help:
+            "A file holding the identity's passphrase, if it is locked (waited for; a wrong one is reported once and tried again when the file changes)."
+    )
     var passphraseFile: String?
     @Option(name: .long, help: "This account's public card: its key ids, so payloads can be kept while locked.")
     var card: String?
@@ -239,6 +243,12 @@ struct Once: AsyncParsableCommand {
             }
             let line = Array(bytes.reversed().drop(while: { $0 == 0x0A || $0 == 0x0D }).reversed())
             let parts = try FilterApp.build(options, logger: self.account.logger())
+            // Payloads a locked `run` kept are decided (and logged) before this newer one, which would otherwise
+            // wait behind them.
+            let locked = await parts.engine.isLocked
+            if !locked, await parts.engine.hasKeptPayloads {
+                _ = try await parts.engine.decideKept()
+            }
             let outcome = try await parts.engine.process(
                 [PayloadInput.parse(line: line, defaultSeq: 1)],
                 deduplicateBySeq: false

@@ -123,6 +123,11 @@ public enum PushPayload: Sendable {
             }
             return try Envelope(parsing: Array(bytes))
         }
+        // §4: invalid UTF-8 anywhere in the body is malformed, even inside a value no one reads (a JSON parser
+        // checks only the strings it decodes).
+        guard String(validating: body, as: UTF8.self) != nil else {
+            throw E2EEError.malformed("the body is not valid UTF-8")
+        }
         let value: String
         do {
             let decoded = try JSONDecoder().decode(BodyShape.self, from: Data(body))

@@ -91,18 +91,21 @@ public enum FilterApp: Sendable {
         )
         var configuration = FilterDaemonConfiguration(input: options.input, decisionsPath: options.decisionsPath)
         configuration.exitAtEndOfInput = options.exitAtEndOfInput
-        let accountOptions = zip(accounts, options.accounts).map { ($0.name, $1) }
+        var lockedAccounts: [String: PassphraseUnlocker.Account] = [:]
+        for (account, accountOptions) in zip(accounts, options.accounts) where lockedAccounts[account.name] == nil {
+            lockedAccounts[account.name] = .init(
+                identity: accountOptions.identity,
+                passphraseFile: accountOptions.passphraseFile
+            )
+        }
+        // Argon2id runs once per version of a passphrase file: a wrong or insecure one is reported once and tried
+        // again when it changes, not on every tick.
+        let unlocker = PassphraseUnlocker(accounts: lockedAccounts, logger: logger)
         let daemon = FilterDaemon(
             configuration: configuration,
             engine: engine,
             events: outbox,
-            unlock: { name in
-                guard let account = accountOptions.first(where: { $0.0 == name })?.1,
-                    let file = account.passphraseFile,
-                    let passphrase = try? SecretFile.readPassphrase(path: file)
-                else { return nil }
-                return try? Identity.load(path: account.identity, passphrase: passphrase)
-            },
+            unlock: { name in unlocker.unlock(name) },
             logger: logger
         )
         return Parts(engine: engine, daemon: daemon, reporter: reporter, outbox: outbox)

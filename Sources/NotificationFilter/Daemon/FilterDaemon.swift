@@ -116,12 +116,24 @@ public final class FilterDaemon: Service, Sendable {
         }
         try self.events?.reconcile()
         try await self.engine.recoverAfterRestart()
+        // Payloads kept while locked in an earlier run, now unlocked: decided before any new input.
+        if await self.engine.hasKeptPayloads {
+            let decisions = try await self.engine.decideKept(emit: { try output.write($0) })
+            if !decisions.isEmpty {
+                self.logger.notice("kept payloads decided", metadata: ["count": "\(decisions.count)"])
+            }
+        }
 
         let ticker = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: self.configuration.tickInterval)
                 try? await self.engine.expireRinging()
-                if await self.engine.isLocked { try? await self.tryUnlock(output: output) }
+                if await self.engine.isLocked {
+                    try? await self.tryUnlock(output: output)
+                } else if await self.engine.hasKeptPayloads {
+                    // Kept payloads left over (a failed write while draining): drain them before newer ones.
+                    _ = try? await self.engine.decideKept(emit: { try output.write($0) })
+                }
             }
         }
         defer { ticker.cancel() }
@@ -139,9 +151,10 @@ public final class FilterDaemon: Service, Sendable {
                 var inputs: [PayloadInput] = []
                 inputs.reserveCapacity(lines.count)
                 for line in lines {
+                    // An oversized line is neither a request line nor a spool record: a bare body, too large.
                     let input =
                         line.oversized
-                        ? PayloadInput(seq: lineNumber + 1, apnsID: nil, malformed: "oversized")
+                        ? PayloadInput(seq: lineNumber + 1, apnsID: nil, body: line.bytes)
                         : PayloadInput.parse(line: line.bytes, defaultSeq: lineNumber + 1)
                     lineNumber = spoolPath == nil ? lineNumber + 1 : max(lineNumber + 1, input.seq)
                     inputs.append(input)
@@ -174,8 +187,12 @@ public final class FilterDaemon: Service, Sendable {
     private func tryUnlock(output: LineWriter) async throws {
         for account in await self.engine.accounts where account.isLocked {
             if let identity = self.unlock(account.name) {
-                let decisions = try await self.engine.unlock(account: account.name, identity: identity)
-                try output.write(decisions.map { $0.jsonLine() })
+                // Written in order inside the engine, before any newer payload is decided.
+                let decisions = try await self.engine.unlock(
+                    account: account.name,
+                    identity: identity,
+                    emit: { try output.write($0) }
+                )
                 self.logger.notice("account unlocked; kept payloads decided", metadata: ["count": "\(decisions.count)"])
             }
         }

@@ -24,6 +24,9 @@ public actor FilterEngine {
     /// key id → index into `accounts`
     private var accountByKeyID: [KeyID: Int] = [:]
     private var lockedNoticeShown = false
+    /// Payloads kept while locked wait to be decided: every newer payload is kept behind them, so after unlock
+    /// the kept ones are decided first, in order (see ``decideKept(emit:)``).
+    private var keptWaiting = false
 
     /// Creates an engine.
     ///
@@ -48,7 +51,10 @@ public actor FilterEngine {
         self.reporter = reporter
         self.now = now
         self.logger = logger
-        try store.transaction { tx in try tx.prepareEngineTables() }
+        self.keptWaiting = try store.transaction { tx in
+            try tx.prepareEngineTables()
+            return try !tx.pendingPayloads(limit: 1).isEmpty
+        }
         self.accountByKeyID = Self.index(accounts)
     }
 
@@ -64,6 +70,9 @@ public actor FilterEngine {
 
     /// Whether any account is locked (its payloads wait).
     public var isLocked: Bool { self.accounts.contains(where: \.isLocked) }
+
+    /// Whether payloads kept while locked are still waiting for ``decideKept(emit:)``.
+    public var hasKeptPayloads: Bool { self.keptWaiting }
 
     // MARK: - processing
 
@@ -95,7 +104,7 @@ public actor FilterEngine {
     ) async throws -> Outcome {
         let nowMs = self.now()
         var outcome = Outcome()
-        if self.isLocked {
+        if self.isLocked || self.keptWaiting {
             let kept = try self.store.transaction { tx in
                 var kept = 0
                 for input in inputs where try !deduplicateBySeq || tx.decision(forSeq: input.seq) == nil {
@@ -111,8 +120,9 @@ public actor FilterEngine {
                 }
                 return kept
             }
+            if kept > 0 { self.keptWaiting = true }
             outcome.keptWhileLocked = kept
-            if kept > 0 && !self.lockedNoticeShown {
+            if kept > 0 && self.isLocked && !self.lockedNoticeShown {
                 self.lockedNoticeShown = true
                 outcome.showLockedAlert = true
             }
@@ -120,6 +130,17 @@ public actor FilterEngine {
             return outcome
         }
 
+        return try await self.decideNow(inputs, spool: spool, deduplicateBySeq: deduplicateBySeq, nowMs: nowMs)
+    }
+
+    /// Decides a batch now (not locked, nothing kept waiting, or the kept payloads themselves).
+    private func decideNow(
+        _ inputs: [PayloadInput],
+        spool: (path: String, offset: Int64)?,
+        deduplicateBySeq: Bool,
+        nowMs: Int64
+    ) async throws -> Outcome {
+        var outcome = Outcome()
         // Decrypt and verify outside the transaction (pure work), then decide with state inside it.
         let opened = await self.openAll(inputs, nowMs: nowMs)
         // The provider's answer for each invite is part of its decision: taken before the transaction (no await in
@@ -182,23 +203,43 @@ public actor FilterEngine {
 
     /// Unlocks an account and decides every payload kept while locked, in input order.
     ///
+    /// - Parameter emit: called with each batch's decision lines, in order, before any newer payload is decided
+    ///   (the daemon writes them there, so its output stays in input order).
     /// - Returns: the decisions of the kept payloads (empty if another account is still locked).
-    public func unlock(account name: String, identity: Identity) async throws -> [FilterDecision] {
+    public func unlock(
+        account name: String,
+        identity: Identity,
+        emit: (@Sendable ([String]) throws -> Void)? = nil
+    ) async throws -> [FilterDecision] {
         guard let index = self.accounts.firstIndex(where: { $0.name == name }) else { return [] }
         self.accounts[index].identity = identity
         self.accounts[index].deviceKeyIDs = Set(identity.deviceKeys.map(\.keyID))
         self.accountByKeyID = Self.index(self.accounts)
         guard !self.isLocked else { return [] }
         self.lockedNoticeShown = false
+        return try await self.decideKept(emit: emit)
+    }
+
+    /// Decides every payload kept while locked, in input order, including those kept behind them while this runs;
+    /// until none is left, ``process(_:spool:deduplicateBySeq:)`` keeps newer payloads behind them.
+    ///
+    /// - Parameter emit: called with each batch's decision lines, in order (see ``unlock(account:identity:emit:)``).
+    /// - Returns: the decisions, in order; empty while an account is locked.
+    public func decideKept(emit: (@Sendable ([String]) throws -> Void)? = nil) async throws -> [FilterDecision] {
+        guard !self.isLocked else { return [] }
         var all: [FilterDecision] = []
         while true {
             let pending = try self.store.transaction { tx in try tx.pendingPayloads(limit: 256) }
-            if pending.isEmpty { break }
-            let inputs = pending.map { PayloadInput.parse(line: Array($0.payload.utf8), defaultSeq: $0.seq) }
-            let outcome = try await self.process(inputs)
+            if pending.isEmpty {
+                self.keptWaiting = false
+                break
+            }
+            let inputs = pending.map { PayloadInput.parsePending($0.payload, seq: $0.seq) }
+            let outcome = try await self.decideNow(inputs, spool: nil, deduplicateBySeq: true, nowMs: self.now())
             try self.store.transaction { tx in
                 for item in pending { _ = try tx.deletePending(seq: item.seq) }
             }
+            try emit?(outcome.lines)
             all += outcome.decisions
         }
         return all

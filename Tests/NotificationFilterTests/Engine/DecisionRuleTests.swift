@@ -270,7 +270,7 @@ struct DecisionRuleTests {
             #expect(d.alert == FilterDecision.fallbackAlert)
         }
         let notJSON = try await h.decide(line: "this is not json")
-        #expect(notJSON.reason == "malformed-input")
+        #expect(notJSON.reason == "malformed-envelope")
         // The engine goes on: a good payload after all that is still decided.
         #expect(try await h.decide(h.body(.text(TextMessage(threadID: "", title: "", body: "ok")))).decision == .alert)
     }

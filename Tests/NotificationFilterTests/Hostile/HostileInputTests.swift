@@ -120,42 +120,50 @@ struct HostileInputTests {
         let textFields: [UInt8] = [1, 0x41, 1, 0x42, 0, 1, 0x43]
 
         var cases: [Case] = [
-            Case(name: "empty line", line: [], decision: .fallback, reason: "malformed-input"),
-            Case(name: "whitespace only", line: bare("   \t "), decision: .fallback, reason: "malformed-input"),
-            Case(name: "JSON null", line: bare("null"), decision: .fallback, reason: "malformed-input"),
-            Case(name: "JSON array", line: bare("[]"), decision: .fallback, reason: "malformed-input"),
-            Case(name: "JSON number", line: bare("42"), decision: .fallback, reason: "malformed-input"),
-            Case(name: "JSON string", line: bare("\"e2ee\""), decision: .fallback, reason: "malformed-input"),
-            Case(name: "broken JSON", line: bare("{\"aps\":{"), decision: .fallback, reason: "malformed-input"),
-            Case(name: "empty object", line: bare("{}"), decision: .fallback, reason: "malformed-input"),
+            // Neither a request line nor a spool record: a bare body, decided by docs/PROTOCOL.md §4.
+            Case(name: "empty line", line: [], decision: .fallback, reason: "malformed-envelope"),
+            Case(name: "whitespace only", line: bare("   \t "), decision: .fallback, reason: "malformed-envelope"),
+            Case(name: "JSON null", line: bare("null"), decision: .fallback, reason: "malformed-envelope"),
+            Case(name: "JSON array", line: bare("[]"), decision: .fallback, reason: "malformed-envelope"),
+            Case(name: "JSON number", line: bare("42"), decision: .fallback, reason: "malformed-envelope"),
+            Case(name: "JSON string", line: bare("\"e2ee\""), decision: .fallback, reason: "malformed-envelope"),
+            Case(name: "broken JSON", line: bare("{\"aps\":{"), decision: .fallback, reason: "malformed-envelope"),
+            Case(name: "empty object", line: bare("{}"), decision: .fallback, reason: "foreign-payload"),
             Case(
-                name: "request line, body of wrong type",
+                name: "wrong-typed body: not a request line, a body without e2ee",
                 line: bare("{\"device_token\":\"ab\",\"body\":5}"),
                 decision: .fallback,
-                reason: "malformed-input"
+                reason: "foreign-payload"
             ),
             Case(
-                name: "spool record, bad body_base64",
+                name: "spool keys missing, bad body_base64: a body without e2ee",
                 line: bare("{\"apns_id\":\"x\",\"body_base64\":\"!!\"}"),
                 decision: .fallback,
-                reason: "malformed-input"
+                reason: "foreign-payload"
             ),
             Case(
                 name: "invalid UTF-8",
                 line: [0x7B, 0xFF, 0xFE, 0x7D],
                 decision: .fallback,
-                reason: "malformed-input"
+                reason: "malformed-envelope"
             ),
             Case(
-                name: "deep nesting",
+                name: "deep nesting (20,000 bytes)",
                 line: Array(repeating: UInt8(ascii: "["), count: 10_000)
                     + Array(repeating: UInt8(ascii: "]"), count: 10_000),
                 decision: .fallback,
-                reason: "malformed-input"
+                reason: "too-large"
+            ),
+            Case(
+                name: "deep nesting within 4,096 bytes",
+                line: Array(repeating: UInt8(ascii: "["), count: 2_000)
+                    + Array(repeating: UInt8(ascii: "]"), count: 2_000),
+                decision: .fallback,
+                reason: "malformed-envelope"
             ),
             Case(
                 name: "request line, body not JSON",
-                line: bare("{\"body\":\"not json\"}"),
+                line: bare("{\"body\":\"not json\",\"device_token\":\"ab\",\"headers\":{}}"),
                 decision: .fallback,
                 reason: "malformed-envelope"
             ),
@@ -483,5 +491,248 @@ struct HostileInputTests {
             )
             #expect(outcome.decisions.count == 1, "\(name)")
         }
+    }
+}
+
+extension HostileInputTests {
+    struct FramingCase: Sendable, CustomStringConvertible {
+        var name: String
+        var line: [UInt8]
+        var kind: PayloadInput.LineKind
+        var decision: FilterDecision.Action
+        var reason: String
+        var description: String { self.name }
+    }
+
+    /// Input framing (README.md, "What `e2ee-filter run` reads"): a line is a spool record or a request line only
+    /// by its keys and their types, and every other line is a bare APNs body decided by docs/PROTOCOL.md §4.
+    static func framingCases(_ h: EngineHarness) throws -> [FramingCase] {
+        func bare(_ s: String) -> [UInt8] { Array(s.utf8) }
+        /// The base64 envelope of a fresh text push (a new message each time, so none is a replay).
+        func envelope() throws -> String {
+            let body = try h.body(.text(TextMessage(threadID: "t", title: "x", body: "framing")))
+            return Data(try PushPayload.envelope(fromBody: body).serialized).base64EncodedString()
+        }
+        func aps(_ extra: String) throws -> [UInt8] {
+            bare("{\"aps\":{\"alert\":{\"title\":\"New message\"},\"mutable-content\":1}," + extra + "}")
+        }
+        func jsonString(_ bytes: [UInt8]) -> String {
+            String(decoding: try! JSONEncoder().encode(String(decoding: bytes, as: UTF8.self)), as: UTF8.self)
+        }
+        /// `line` with its one U+FFFD (EF BF BD) replaced by bytes that are not UTF-8 (C3 28 FF).
+        func invalidUTF8(_ line: [UInt8]) -> [UInt8] {
+            let at = line.indices.first { line[$0...].starts(with: [0xEF, 0xBF, 0xBD]) }!
+            return Array(line[..<at]) + [0xC3, 0x28, 0xFF] + Array(line[(at + 3)...])
+        }
+        let headers = "{\"apns-id\":\"A\",\"apns-push-type\":\"alert\"}"
+        let good = try h.body(.text(TextMessage(threadID: "t", title: "x", body: "in a request line")))
+        let spooled = try h.body(.text(TextMessage(threadID: "t", title: "x", body: "in a spool record")))
+        let garbage4097 = [UInt8](repeating: UInt8(ascii: "x"), count: 4097)
+        var trailing4097 = try aps("\"e2ee\":\"" + envelope() + "\"")
+        trailing4097 += [UInt8](repeating: UInt8(ascii: "x"), count: 4097 - trailing4097.count)
+        return [
+            FramingCase(
+                name: "APNs body with an extra top-level body key",
+                line: try aps("\"body\":\"not a request\",\"e2ee\":\"" + envelope() + "\""),
+                kind: .bareBody,
+                decision: .alert,
+                reason: "text"
+            ),
+            FramingCase(
+                name: "APNs body with an extra top-level body_base64 key",
+                line: try aps("\"body_base64\":\"!!\",\"e2ee\":\"" + envelope() + "\""),
+                kind: .bareBody,
+                decision: .alert,
+                reason: "text"
+            ),
+            FramingCase(
+                name: "APNs body with body, device_token and headers keys beside e2ee",
+                line: try aps(
+                    "\"body\":\"x\",\"device_token\":\"ab\",\"headers\":{},\"e2ee\":\"" + envelope() + "\""
+                ),
+                kind: .bareBody,
+                decision: .alert,
+                reason: "text"
+            ),
+            FramingCase(name: "{}", line: bare("{}"), kind: .bareBody, decision: .fallback, reason: "foreign-payload"),
+            FramingCase(
+                name: "an object of other keys",
+                line: bare("{\"seq\":3,\"unrelated\":[1,2,3]}"),
+                kind: .bareBody,
+                decision: .fallback,
+                reason: "foreign-payload"
+            ),
+            FramingCase(
+                name: "not JSON",
+                line: bare("this is not json"),
+                kind: .bareBody,
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            FramingCase(
+                name: "[]",
+                line: bare("[]"),
+                kind: .bareBody,
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            FramingCase(
+                name: "a string",
+                line: bare("\"e2ee\""),
+                kind: .bareBody,
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            FramingCase(
+                name: "null",
+                line: bare("null"),
+                kind: .bareBody,
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            FramingCase(
+                name: "NaN",
+                line: bare("NaN"),
+                kind: .bareBody,
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            FramingCase(
+                name: "NaN beside a valid e2ee",
+                line: try aps("\"x\":NaN,\"e2ee\":\"" + envelope() + "\""),
+                kind: .bareBody,
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            FramingCase(
+                name: "Infinity beside a valid e2ee",
+                line: try aps("\"x\":-Infinity,\"e2ee\":\"" + envelope() + "\""),
+                kind: .bareBody,
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            FramingCase(
+                name: "trailing garbage after a valid body",
+                line: try aps("\"e2ee\":\"" + envelope() + "\"") + bare(" x"),
+                kind: .bareBody,
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            FramingCase(
+                name: "a second object after a valid body",
+                line: try aps("\"e2ee\":\"" + envelope() + "\"") + bare("{}"),
+                kind: .bareBody,
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            FramingCase(
+                name: "4,097 bytes of non-JSON",
+                line: garbage4097,
+                kind: .bareBody,
+                decision: .fallback,
+                reason: "too-large"
+            ),
+            FramingCase(
+                name: "a valid body and trailing garbage, 4,097 bytes",
+                line: trailing4097,
+                kind: .bareBody,
+                decision: .fallback,
+                reason: "too-large"
+            ),
+            FramingCase(
+                name: "invalid UTF-8 in a value no one reads",
+                line: invalidUTF8(try aps("\"x\":\"\u{FFFD}\",\"e2ee\":\"" + envelope() + "\"")),
+                kind: .bareBody,
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            FramingCase(
+                name: "invalid UTF-8 in a key",
+                line: invalidUTF8(bare("{\"\u{FFFD}\":1,\"e2ee\":\"" + (try envelope()) + "\"}")),
+                kind: .bareBody,
+                decision: .fallback,
+                reason: "malformed-envelope"
+            ),
+            FramingCase(
+                name: "request line",
+                line: bare(
+                    "{\"body\":" + jsonString(good) + ",\"device_token\":\"ab\",\"headers\":" + headers + "}"
+                ),
+                kind: .requestLine,
+                decision: .alert,
+                reason: "text"
+            ),
+            FramingCase(
+                name: "request line without headers: a body without e2ee",
+                line: bare(
+                    "{\"body\":" + jsonString(try h.body(.text(TextMessage(threadID: "", title: "", body: "h"))))
+                        + ",\"device_token\":\"ab\"}"
+                ),
+                kind: .bareBody,
+                decision: .fallback,
+                reason: "foreign-payload"
+            ),
+            FramingCase(
+                name: "request line, headers not strings: a body without e2ee",
+                line: bare("{\"body\":\"{}\",\"device_token\":\"ab\",\"headers\":{\"apns-priority\":10}}"),
+                kind: .bareBody,
+                decision: .fallback,
+                reason: "foreign-payload"
+            ),
+            FramingCase(
+                name: "spool record",
+                line: bare(
+                    "{\"apns_id\":\"B\",\"body\":" + jsonString(spooled)
+                        + ",\"device_token\":\"ab\",\"headers\":{},\"received_at_ms\":1,\"seq\":9001}"
+                ),
+                kind: .spoolRecord,
+                decision: .alert,
+                reason: "text"
+            ),
+            FramingCase(
+                name: "spool record, body_base64",
+                line: bare(
+                    "{\"apns_id\":\"C\",\"body_base64\":\""
+                        + Data(try h.body(.text(TextMessage(threadID: "", title: "", body: "b64"))))
+                        .base64EncodedString()
+                        + "\",\"device_token\":\"ab\",\"headers\":{},\"received_at_ms\":1,\"seq\":9002}"
+                ),
+                kind: .spoolRecord,
+                decision: .alert,
+                reason: "text"
+            ),
+            FramingCase(
+                name: "spool record, body_base64 not base64",
+                line: bare(
+                    "{\"apns_id\":\"D\",\"body_base64\":\"!!\",\"device_token\":\"ab\",\"headers\":{},\"received_at_ms\":1,\"seq\":9003}"
+                ),
+                kind: .spoolRecord,
+                decision: .fallback,
+                reason: "malformed-input"
+            ),
+        ]
+    }
+
+    @Test("each line is a spool record, a request line or a bare body by one rule; bare bodies get §4's codes")
+    func framing() async throws {
+        let h = try EngineHarness()
+        let cases = try Self.framingCases(h)
+        #expect(cases.count == 24)
+        #expect(Set(cases.map(\.name)).count == cases.count)
+        for (i, c) in cases.enumerated() {
+            #expect(PayloadInput.kind(of: c.line) == c.kind, "\(c.name)")
+            let input = PayloadInput.parse(line: c.line, defaultSeq: Int64(i + 1))
+            if c.kind != .spoolRecord { #expect(input.seq == Int64(i + 1), "\(c.name)") }
+            let outcome = try await h.engine.process([input])
+            #expect(outcome.decisions.count == 1, "\(c.name)")
+            guard let d = outcome.decisions.first else { continue }
+            #expect(d.decision == c.decision, "\(c.name): got \(d.decision) \(d.reason)")
+            #expect(d.reason == c.reason, "\(c.name): got \(d.reason)")
+        }
+        // What a line carries besides the body: a spool record its seq and apns_id, a request line its apns-id header.
+        let record = PayloadInput.parse(line: cases[21].line, defaultSeq: 1)
+        #expect(record.seq == 9001 && record.apnsID == "B")
+        #expect(PayloadInput.parse(line: cases[18].line, defaultSeq: 5).apnsID == "A")
+        #expect(PayloadInput.parse(line: cases[0].line, defaultSeq: 5).apnsID == nil)
     }
 }

@@ -3,9 +3,10 @@ import Testing
 
 /// `e2ee-filter run` on standard input mixing valid lines with many kinds of garbage.
 ///
-/// Decided here: an EMPTY line is an input like any other. It gets one decision (`fallback`, reason
-/// `malformed-input`), and every line's seq is its 1-based line number, so decisions map back to lines one to one
-/// (a reader never has to guess which lines were skipped). The same holds for a line of spaces.
+/// Decided here: an EMPTY line is an input like any other. It gets one decision, and every line's seq is its 1-based
+/// line number, so decisions map back to lines one to one (a reader never has to guess which lines were skipped).
+/// A line that is neither a request line nor a spool record (README.md, "What `e2ee-filter run` reads") is a bare
+/// APNs body and gets docs/PROTOCOL.md §4's code: an empty line or a line of spaces is `malformed-envelope`.
 @Suite("e2ee-filter run: malformed input lines")
 struct MalformedInputTests {
     struct Case {
@@ -35,6 +36,11 @@ struct MalformedInputTests {
         return Array(try! encoder.encode(line))
     }
 
+    /// `body` with `extra` inserted as its first top-level key.
+    private static func withExtraKey(_ body: [UInt8], _ extra: String) -> [UInt8] {
+        [UInt8(ascii: "{")] + Array(extra.utf8) + [UInt8(ascii: ",")] + body.dropFirst()
+    }
+
     private static func cases(_ fixture: FilterFixture) throws -> [Case] {
         let text = { (s: String) throws -> [UInt8] in try fixture.body(FilterFixture.text(s)) }
         let big = try text("padded to one byte over the limit")
@@ -46,32 +52,32 @@ struct MalformedInputTests {
                 decision: "alert",
                 reason: "text"
             ),
-            Case(id: "empty line", bytes: [], decision: "fallback", reason: "malformed-input"),
+            Case(id: "empty line", bytes: [], decision: "fallback", reason: "malformed-envelope"),
             Case(
                 id: "binary bytes",
                 bytes: [0x00, 0x01, 0x02, 0xFF, 0xFE, 0x7F, 0x80, 0x1B, 0x5B],
                 decision: "fallback",
-                reason: "malformed-input"
+                reason: "malformed-envelope"
             ),
             Case(
                 id: "invalid UTF-8 inside a JSON string",
                 bytes: Array("{\"body\":\"".utf8) + [0xC3, 0x28, 0xFF] + [0x22, 0x7D],
                 decision: "fallback",
-                reason: "malformed-input"
+                reason: "malformed-envelope"
             ),
             Case(
                 id: "100 KB line",
                 bytes: Array("{\"body\":\"".utf8) + Array(repeating: 0x41, count: 100_000) + [0x22, 0x7D],
                 decision: "fallback",
-                reason: "malformed-input"
+                reason: "too-large"
             ),
-            Case(id: "[]", bytes: Array("[]".utf8), decision: "fallback", reason: "malformed-input"),
-            Case(id: "null", bytes: Array("null".utf8), decision: "fallback", reason: "malformed-input"),
+            Case(id: "[]", bytes: Array("[]".utf8), decision: "fallback", reason: "malformed-envelope"),
+            Case(id: "null", bytes: Array("null".utf8), decision: "fallback", reason: "malformed-envelope"),
             Case(
                 id: "spool record with a non-string body",
                 bytes: Array("{\"apns_id\":\"x\",\"body\":42,\"device_token\":\"ab\",\"seq\":8}".utf8),
                 decision: "fallback",
-                reason: "malformed-input"
+                reason: "foreign-payload"
             ),
             Case(
                 id: "request line, 4,097-byte body",
@@ -83,10 +89,10 @@ struct MalformedInputTests {
                 id: "10,000 levels of nesting",
                 bytes: Array(repeating: 0x5B, count: 10_000) + Array(repeating: 0x5D, count: 10_000),
                 decision: "fallback",
-                reason: "malformed-input"
+                reason: "too-large"
             ),
-            Case(id: "{}", bytes: Array("{}".utf8), decision: "fallback", reason: "malformed-input"),
-            Case(id: "spaces only", bytes: Array("    ".utf8), decision: "fallback", reason: "malformed-input"),
+            Case(id: "{}", bytes: Array("{}".utf8), decision: "fallback", reason: "foreign-payload"),
+            Case(id: "spaces only", bytes: Array("    ".utf8), decision: "fallback", reason: "malformed-envelope"),
             Case(
                 id: "bare APNs body without e2ee",
                 bytes: Array("{\"aps\":{\"alert\":{\"title\":\"x\"}}}".utf8),
@@ -97,19 +103,19 @@ struct MalformedInputTests {
                 id: "body_base64 not base64",
                 bytes: Array("{\"body_base64\":\"***\"}".utf8),
                 decision: "fallback",
-                reason: "malformed-input"
+                reason: "foreign-payload"
             ),
-            Case(id: "a number", bytes: Array("42".utf8), decision: "fallback", reason: "malformed-input"),
+            Case(id: "a number", bytes: Array("42".utf8), decision: "fallback", reason: "malformed-envelope"),
             Case(
                 id: "a string",
                 bytes: Array("\"just a string\"".utf8),
                 decision: "fallback",
-                reason: "malformed-input"
+                reason: "malformed-envelope"
             ),
             Case(id: "valid bare APNs body", bytes: try text("bare"), decision: "alert", reason: "text"),
             Case(
                 id: "envelope too short",
-                bytes: Array("{\"body\":\"{\\\"e2ee\\\":\\\"AQ==\\\"}\"}".utf8),
+                bytes: Array("{\"body\":\"{\\\"e2ee\\\":\\\"AQ==\\\"}\",\"device_token\":\"ab\",\"headers\":{}}".utf8),
                 decision: "fallback",
                 reason: "malformed-envelope"
             ),
@@ -117,7 +123,7 @@ struct MalformedInputTests {
                 id: "NUL after the JSON",
                 bytes: Array("{\"body\":\"x\"}".utf8) + [0x00],
                 decision: "fallback",
-                reason: "malformed-input"
+                reason: "malformed-envelope"
             ),
             Case(
                 id: "valid line ending in CR LF",
@@ -129,7 +135,39 @@ struct MalformedInputTests {
                 id: "truncated JSON",
                 bytes: Array("{\"body\":\"{\\\"aps\\\"".utf8),
                 decision: "fallback",
-                reason: "malformed-input"
+                reason: "malformed-envelope"
+            ),
+            Case(
+                id: "bare APNs body with an extra top-level body key",
+                bytes: Self.withExtraKey(try text("extra body key"), "\"body\":\"x\""),
+                decision: "alert",
+                reason: "text"
+            ),
+            Case(
+                id: "bare APNs body with an extra top-level body_base64 key",
+                bytes: Self.withExtraKey(try text("extra body_base64 key"), "\"body_base64\":\"!!\""),
+                decision: "alert",
+                reason: "text"
+            ),
+            Case(id: "NaN", bytes: Array("NaN".utf8), decision: "fallback", reason: "malformed-envelope"),
+            Case(
+                id: "bare body, trailing garbage",
+                bytes: try text("trailing") + Array(" garbage".utf8),
+                decision: "fallback",
+                reason: "malformed-envelope"
+            ),
+            Case(
+                id: "4,097 bytes of non-JSON",
+                bytes: Array(repeating: 0x78, count: 4_097),
+                decision: "fallback",
+                reason: "too-large"
+            ),
+            Case(
+                id: "bare body, invalid UTF-8 in an extra key's value",
+                bytes: Array("{\"x\":\"".utf8) + [0xC3, 0x28, 0xFF] + Array("\",".utf8)
+                    + (try text("bad utf8")).dropFirst(),
+                decision: "fallback",
+                reason: "malformed-envelope"
             ),
             Case(
                 id: "last line, no trailing newline",

@@ -112,17 +112,25 @@ struct MixedSpool {
                 )
             default:
                 switch Int.random(in: 0..<5, using: &rng) {
-                case 0: addRaw({ "{\"body\":42,\"seq\":\($0)}" }, "malformed-input")
-                case 1: addRaw({ "{\"body_base64\":\"!!not base64!!\",\"seq\":\($0)}" }, "malformed-input")
-                case 2: addRaw({ "{\"body\":\"{\\\"aps\\\":{}}\",\"seq\":\($0)}" }, "foreign-payload")
-                case 3: addRaw({ "{\"body\":\"not json at all\",\"seq\":\($0)}" }, "malformed-envelope")
-                default: addRaw({ "{\"seq\":\($0),\"unrelated\":[1,2,3]}" }, "malformed-input")
+                // Not a spool record (keys missing or of the wrong type): a bare body without "e2ee".
+                case 0: addRaw({ "{\"body\":42,\"seq\":\($0)}" }, "foreign-payload")
+                // A spool record whose body_base64 is not base64: the one malformed input.
+                case 1: addRaw({ Self.record(seq: $0, "\"body_base64\":\"!!not base64!!\"") }, "malformed-input")
+                case 2: addRaw({ Self.record(seq: $0, "\"body\":\"{\\\"aps\\\":{}}\"") }, "foreign-payload")
+                case 3: addRaw({ Self.record(seq: $0, "\"body\":\"not json at all\"") }, "malformed-envelope")
+                default: addRaw({ "{\"seq\":\($0),\"unrelated\":[1,2,3]}" }, "foreign-payload")
                 }
             }
         }
         self.entries = entries
         self.expectedMissed = expectedMissed
         self.ringing = ringing
+    }
+
+    /// A spool record with every required key, its body given as `bodyKey` (`"body":…` or `"body_base64":…`).
+    private static func record(seq: Int64, _ bodyKey: String) -> String {
+        "{\"apns_id\":\"broken-\(seq)\"," + bodyKey
+            + ",\"device_token\":\"ab\",\"headers\":{},\"received_at_ms\":0,\"seq\":\(seq)}"
     }
 
     /// The spool file's bytes for entries `range`, one line each.

@@ -44,13 +44,14 @@ struct SpoolRestartSeqTests {
         let second = try await FilterProcess.run(arguments, directory: fixture.directory, name: "second")
         #expect(second.status == 0, "stderr: \(second.stderr)")
 
-        // Expected: seqs 1...7, line 6 a fallback with reason malformed-input (what one uninterrupted run writes).
+        // Expected: seqs 1...7, line 6 a fallback with reason malformed-envelope (not a spool record: a bare body
+        // that is not JSON), what one uninterrupted run writes.
         // Actual (bug): the garbage line gets seq 1, is skipped as already decided, and line 6 has no decision.
         let seqs = DecisionFileChecks.wholeLinesEachSeqOnce(output)
         #expect(seqs == [1, 2, 3, 4, 5, 6, 7], "one decision per spool line across a restart")
         let outcomes = DecisionFileChecks.outcomes(JSONLines.read(output).lines)
         #expect(outcomes[6]?.decision == "fallback")
-        #expect(outcomes[6]?.reason == "malformed-input")
+        #expect(outcomes[6]?.reason == "malformed-envelope")
         #expect(outcomes[7]?.reason == "text")
     }
 }
