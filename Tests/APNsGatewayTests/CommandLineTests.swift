@@ -53,6 +53,59 @@ enum GatewayExecutable {
     }
 }
 
+/// `e2ee-gateway serve` started as a user starts it: a fresh provider key, a port file, a TLS folder.
+struct ServedGateway: ~Copyable {
+    let directory: TemporaryDirectory
+    let process: Process
+    let stdout: Pipe
+    let stderr: Pipe
+    let key: TestProviderKey
+    let tlsDir: String
+    let portFile: String
+
+    static func start() async throws -> ServedGateway {
+        let directory = try TemporaryDirectory()
+        let keyDir = directory.file("keys")
+        let made = try await GatewayExecutable.run([
+            "provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", keyDir,
+        ])
+        try #require(made.status == 0)
+        let p8 = try String(
+            contentsOfFile: (keyDir as NSString).appendingPathComponent("AuthKey_KEY1234567.p8"),
+            encoding: .utf8
+        )
+        let key = TestProviderKey(privateKey: try P256.Signing.PrivateKey(pemRepresentation: p8))
+        let portFile = directory.file("port")
+        let tlsDir = directory.file("tls")
+        let (process, stdout, stderr) = try GatewayExecutable.start([
+            "serve", "--port", "0", "--port-file", portFile, "--tls-dir", tlsDir, "--topic", testTopic,
+            "--provider-key",
+            "TEAM123456:KEY1234567:\((keyDir as NSString).appendingPathComponent("AuthKey_KEY1234567.pub.pem"))",
+        ])
+        return ServedGateway(
+            directory: directory,
+            process: process,
+            stdout: stdout,
+            stderr: stderr,
+            key: key,
+            tlsDir: tlsDir,
+            portFile: portFile
+        )
+    }
+
+    /// The port the gateway wrote to its port file (waits up to 60 s for it).
+    func port() async throws -> Int {
+        var port: Int?
+        let deadline = ContinuousClock.now + .seconds(60)
+        while port == nil, self.process.isRunning, ContinuousClock.now < deadline {
+            port = (try? String(contentsOfFile: self.portFile, encoding: .utf8))
+                .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            if port == nil { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        return try #require(port)
+    }
+}
+
 @Suite("e2ee-gateway command line")
 struct CommandLineTests {
     @Test("provider-key writes AuthKey_<K>.p8 (PKCS#8 PEM, 0600) and its public key, and never overwrites")
@@ -94,33 +147,12 @@ struct CommandLineTests {
 
     @Test("serve: port file, listening line, a push printed as one JSON line on stdout, SIGTERM exits 0")
     func serveDeliversToStdoutAndStopsOnSIGTERM() async throws {
-        let directory = try TemporaryDirectory()
-        let keyDir = directory.file("keys")
-        let made = try await GatewayExecutable.run([
-            "provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", keyDir,
-        ])
-        try #require(made.status == 0)
-        let p8 = try String(
-            contentsOfFile: (keyDir as NSString).appendingPathComponent("AuthKey_KEY1234567.p8"),
-            encoding: .utf8
+        let served = try await ServedGateway.start()
+        let (process, stdout, stderr, key, tlsDir) = (
+            served.process, served.stdout, served.stderr, served.key, served.tlsDir
         )
-        let key = TestProviderKey(privateKey: try P256.Signing.PrivateKey(pemRepresentation: p8))
-        let portFile = directory.file("port")
-        let tlsDir = directory.file("tls")
-        let (process, stdout, stderr) = try GatewayExecutable.start([
-            "serve", "--port", "0", "--port-file", portFile, "--tls-dir", tlsDir, "--topic", testTopic,
-            "--provider-key",
-            "TEAM123456:KEY1234567:\((keyDir as NSString).appendingPathComponent("AuthKey_KEY1234567.pub.pem"))",
-        ])
         defer { if process.isRunning { process.terminate() } }
-        var port: Int?
-        let deadline = ContinuousClock.now + .seconds(60)
-        while port == nil, process.isRunning, ContinuousClock.now < deadline {
-            port = (try? String(contentsOfFile: portFile, encoding: .utf8))
-                .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-            if port == nil { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        let boundPort = try #require(port)
+        let boundPort = try await served.port()
         let client = try await H2TestClient.connect(
             port: boundPort,
             caPath: (tlsDir as NSString).appendingPathComponent("ca.pem")
@@ -150,34 +182,13 @@ struct CommandLineTests {
 
     @Test("serve with its stdout reader gone: the push is answered 500, the gateway lives on, SIGTERM exits 0")
     func closedStdoutIsAnErrorNotASignal() async throws {
-        let directory = try TemporaryDirectory()
-        let keyDir = directory.file("keys")
-        let made = try await GatewayExecutable.run([
-            "provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", keyDir,
-        ])
-        try #require(made.status == 0)
-        let p8 = try String(
-            contentsOfFile: (keyDir as NSString).appendingPathComponent("AuthKey_KEY1234567.p8"),
-            encoding: .utf8
+        let served = try await ServedGateway.start()
+        let (process, stdout, stderr, key, tlsDir) = (
+            served.process, served.stdout, served.stderr, served.key, served.tlsDir
         )
-        let key = TestProviderKey(privateKey: try P256.Signing.PrivateKey(pemRepresentation: p8))
-        let portFile = directory.file("port")
-        let tlsDir = directory.file("tls")
-        let (process, stdout, stderr) = try GatewayExecutable.start([
-            "serve", "--port", "0", "--port-file", portFile, "--tls-dir", tlsDir, "--topic", testTopic,
-            "--provider-key",
-            "TEAM123456:KEY1234567:\((keyDir as NSString).appendingPathComponent("AuthKey_KEY1234567.pub.pem"))",
-        ])
         defer { if process.isRunning { process.terminate() } }
         try stdout.fileHandleForReading.close()
-        var port: Int?
-        let deadline = ContinuousClock.now + .seconds(60)
-        while port == nil, process.isRunning, ContinuousClock.now < deadline {
-            port = (try? String(contentsOfFile: portFile, encoding: .utf8))
-                .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-            if port == nil { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        let boundPort = try #require(port)
+        let boundPort = try await served.port()
         let client = try await H2TestClient.connect(
             port: boundPort,
             caPath: (tlsDir as NSString).appendingPathComponent("ca.pem")
