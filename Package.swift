@@ -169,6 +169,16 @@ let package = Package(
         ),
 
         // MARK: Tests
+        // What several test targets share: the one process runner, and in-memory logs.
+        .target(
+            name: "TestSupport",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+            ],
+            path: "Tests/TestSupport",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "E2EECoreTests",
             dependencies: [
@@ -181,6 +191,7 @@ let package = Package(
         .testTarget(
             name: "APNsGatewayTests",
             dependencies: [
+                "TestSupport",
                 "APNsGateway",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -197,6 +208,7 @@ let package = Package(
         .testTarget(
             name: "SenderTests",
             dependencies: [
+                "TestSupport",
                 "Sender",
                 "E2EECore",
                 "APNsGateway",
@@ -208,6 +220,7 @@ let package = Package(
         .testTarget(
             name: "NotificationFilterTests",
             dependencies: [
+                "TestSupport",
                 "NotificationFilter",
                 "E2EECore",
                 .product(name: "Logging", package: "swift-log"),

@@ -1,64 +1,18 @@
 import APNsGateway
 import Crypto
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Runs the real `e2ee-gateway` executable that `swift test` builds next to the test bundle.
-enum GatewayExecutable {
-    static func path() throws -> String {
-        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        var directory = (exe as NSString).deletingLastPathComponent
-        for _ in 0..<4 {
-            let candidate = (directory as NSString).appendingPathComponent("e2ee-gateway")
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            directory = (directory as NSString).deletingLastPathComponent
-        }
-        throw MissingExecutable()
-    }
-
-    struct MissingExecutable: Error, CustomStringConvertible {
-        var description: String { "e2ee-gateway was not built next to the tests: run `swift build` first" }
-    }
-
-    static func start(_ arguments: [String]) throws -> (Process, stdout: Pipe, stderr: Pipe) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try self.path())
-        process.arguments = arguments
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        return (process, stdout, stderr)
-    }
-
-    /// Runs to completion and returns the exit status and both outputs.
-    static func run(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
-        let (process, stdout, stderr) = try self.start(arguments)
-        let out = stdout.fileHandleForReading.readDataToEndOfFile()
-        let err = stderr.fileHandleForReading.readDataToEndOfFile()
-        await self.waitForExit(process)
-        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
-    }
-
-    static func waitForExit(_ process: Process, timeout: Duration = .seconds(60)) async {
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-    }
-}
-
 /// `e2ee-gateway serve` started as a user starts it: a fresh provider key, a port file, a TLS folder.
 struct ServedGateway: ~Copyable {
     let directory: TemporaryDirectory
-    let process: Process
-    let stdout: Pipe
-    let stderr: Pipe
+    /// The running gateway; its stdout and stderr are pipes the test reads (or closes).
+    let child: ChildProcess
     let key: TestProviderKey
     let tlsDir: String
     let portFile: String
@@ -66,9 +20,10 @@ struct ServedGateway: ~Copyable {
     static func start() async throws -> ServedGateway {
         let directory = try TemporaryDirectory()
         let keyDir = directory.file("keys")
-        let made = try await GatewayExecutable.run([
-            "provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", keyDir,
-        ])
+        let made = try await ChildProcess.run(
+            "e2ee-gateway",
+            ["provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", keyDir]
+        )
         try #require(made.status == 0)
         let p8 = try String(
             contentsOfFile: (keyDir as NSString).appendingPathComponent("AuthKey_KEY1234567.p8"),
@@ -77,16 +32,19 @@ struct ServedGateway: ~Copyable {
         let key = TestProviderKey(privateKey: try P256.Signing.PrivateKey(pemRepresentation: p8))
         let portFile = directory.file("port")
         let tlsDir = directory.file("tls")
-        let (process, stdout, stderr) = try GatewayExecutable.start([
-            "serve", "--port", "0", "--port-file", portFile, "--tls-dir", tlsDir, "--topic", testTopic,
-            "--provider-key",
-            "TEAM123456:KEY1234567:\((keyDir as NSString).appendingPathComponent("AuthKey_KEY1234567.pub.pem"))",
-        ])
+        let child = try ChildProcess(
+            "e2ee-gateway",
+            [
+                "serve", "--port", "0", "--port-file", portFile, "--tls-dir", tlsDir, "--topic", testTopic,
+                "--provider-key",
+                "TEAM123456:KEY1234567:\((keyDir as NSString).appendingPathComponent("AuthKey_KEY1234567.pub.pem"))",
+            ],
+            stdout: .pipe,
+            stderr: .pipe
+        )
         return ServedGateway(
             directory: directory,
-            process: process,
-            stdout: stdout,
-            stderr: stderr,
+            child: child,
             key: key,
             tlsDir: tlsDir,
             portFile: portFile
@@ -97,7 +55,7 @@ struct ServedGateway: ~Copyable {
     func port() async throws -> Int {
         var port: Int?
         let deadline = ContinuousClock.now + .seconds(60)
-        while port == nil, self.process.isRunning, ContinuousClock.now < deadline {
+        while port == nil, self.child.isRunning, ContinuousClock.now < deadline {
             port = (try? String(contentsOfFile: self.portFile, encoding: .utf8))
                 .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
             if port == nil { try await Task.sleep(for: .milliseconds(50)) }
@@ -112,9 +70,12 @@ struct CommandLineTests {
     func providerKey() async throws {
         let directory = try TemporaryDirectory()
         let outDir = directory.file("keys")
-        let result = try await GatewayExecutable.run([
-            "provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", outDir,
-        ])
+        let result = try await ChildProcess.run(
+            "e2ee-gateway",
+            [
+                "provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", outDir,
+            ]
+        )
         #expect(result.status == 0, "stderr: \(result.stderr)")
         let p8 = (outDir as NSString).appendingPathComponent("AuthKey_KEY1234567.p8")
         let pub = (outDir as NSString).appendingPathComponent("AuthKey_KEY1234567.pub.pem")
@@ -125,11 +86,14 @@ struct CommandLineTests {
         #expect(privateKey.publicKey.rawRepresentation == publicKey.rawRepresentation)
         let mode = try FileManager.default.attributesOfItem(atPath: p8)[.posixPermissions] as? NSNumber
         #expect(mode?.intValue == 0o600)
-        #expect(result.stdout.contains(#""private_key":"\#(p8)""#))
+        #expect(result.stdoutText.contains(#""private_key":"\#(p8)""#))
 
-        let again = try await GatewayExecutable.run([
-            "provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", outDir,
-        ])
+        let again = try await ChildProcess.run(
+            "e2ee-gateway",
+            [
+                "provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", outDir,
+            ]
+        )
         #expect(again.status == 73)
         #expect(again.stderr.contains("exists already"))
         #expect(try String(contentsOfFile: p8, encoding: .utf8) == p8Text, "the existing key is untouched")
@@ -138,9 +102,12 @@ struct CommandLineTests {
     @Test("bad arguments exit 64 with a message saying what to fix")
     func badArguments() async throws {
         let directory = try TemporaryDirectory()
-        let result = try await GatewayExecutable.run([
-            "serve", "--tls-dir", directory.file("tls"), "--provider-key", "T:K:/nonexistent",
-        ])
+        let result = try await ChildProcess.run(
+            "e2ee-gateway",
+            [
+                "serve", "--tls-dir", directory.file("tls"), "--provider-key", "T:K:/nonexistent",
+            ]
+        )
         #expect(result.status == 64)
         #expect(result.stderr.contains("--topic"))
     }
@@ -148,9 +115,8 @@ struct CommandLineTests {
     @Test("serve: port file, listening line, a push printed as one JSON line on stdout, SIGTERM exits 0")
     func serveDeliversToStdoutAndStopsOnSIGTERM() async throws {
         let served = try await ServedGateway.start()
-        let (process, stdout, stderr, key, tlsDir) = (
-            served.process, served.stdout, served.stderr, served.key, served.tlsDir
-        )
+        let (child, process, key, tlsDir) = (served.child, served.child.process, served.key, served.tlsDir)
+        let (stdout, stderr) = (try #require(child.stdoutPipe), try #require(child.stderrPipe))
         defer { if process.isRunning { process.terminate() } }
         let boundPort = try await served.port()
         let client = try await H2TestClient.connect(
@@ -167,7 +133,7 @@ struct CommandLineTests {
         kill(process.processIdentifier, SIGTERM)
         let out = stdout.fileHandleForReading.readDataToEndOfFile()
         let err = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        await GatewayExecutable.waitForExit(process)
+        try await child.wait(timeout: .seconds(60))
         #expect(!process.isRunning)
         #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus == 0, "stderr: \(err)")
@@ -183,9 +149,8 @@ struct CommandLineTests {
     @Test("serve with its stdout reader gone: the push is answered 500, the gateway lives on, SIGTERM exits 0")
     func closedStdoutIsAnErrorNotASignal() async throws {
         let served = try await ServedGateway.start()
-        let (process, stdout, stderr, key, tlsDir) = (
-            served.process, served.stdout, served.stderr, served.key, served.tlsDir
-        )
+        let (child, process, key, tlsDir) = (served.child, served.child.process, served.key, served.tlsDir)
+        let (stdout, stderr) = (try #require(child.stdoutPipe), try #require(child.stderrPipe))
         defer { if process.isRunning { process.terminate() } }
         try stdout.fileHandleForReading.close()
         let boundPort = try await served.port()
@@ -202,7 +167,7 @@ struct CommandLineTests {
         #expect(process.isRunning)
         kill(process.processIdentifier, SIGTERM)
         let err = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        await GatewayExecutable.waitForExit(process)
+        try await child.wait(timeout: .seconds(60))
         #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus == 0, "stderr: \(err)")
         #expect(err.contains("delivery sink failed; answering 500"))

@@ -2,33 +2,8 @@ import APNsGateway
 import Foundation
 import Logging
 import ServiceLifecycle
-import Synchronization
+import TestSupport
 import Testing
-
-/// Collects every log message and its metadata as text.
-final class RecordingLogHandlerStore: Sendable {
-    private let lines = Mutex<[String]>([])
-
-    var all: [String] { self.lines.withLock { $0 } }
-
-    func append(_ line: String) { self.lines.withLock { $0.append(line) } }
-}
-
-struct RecordingLogHandler: LogHandler {
-    let store: RecordingLogHandlerStore
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { self.metadata[key] }
-        set { self.metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let merged = self.metadata.merging(event.metadata ?? [:]) { $1 }
-        self.store.append("\(event.level) \(event.message) \(merged)")
-    }
-}
 
 @Suite("Service lifecycle and logging")
 struct ServiceAndLoggingTests {
@@ -71,8 +46,8 @@ struct ServiceAndLoggingTests {
     func noSecretsInLogs() async throws {
         let directory = try TemporaryDirectory()
         let key = TestProviderKey()
-        let store = RecordingLogHandlerStore()
-        let logger = Logger(label: "gateway-log-test") { _ in RecordingLogHandler(store: store) }
+        let logs = LogCapture(label: "gateway-log-test")
+        let logger = logs.logger
         let jwt = try key.jwt(issuedAt: Date())
         let server = APNsGatewayServer(
             configuration: GatewayConfiguration(
@@ -94,11 +69,11 @@ struct ServiceAndLoggingTests {
         try await server.shutdown()
         #expect(accepted.status == 200)
         #expect(rejected.reason == "DuplicateHeaders")
-        let logs = store.all.joined(separator: "\n")
-        #expect(logs.contains("push delivered"), "the test must see the request logs to mean anything")
-        #expect(logs.contains("push rejected"))
+        let text = logs.text
+        #expect(text.contains("push delivered"), "the test must see the request logs to mean anything")
+        #expect(text.contains("push rejected"))
         for secret in [jwt, String(jwt.split(separator: ".")[2]), testToken, "New message", "AAEC"] {
-            #expect(!logs.contains(secret))
+            #expect(!text.contains(secret))
         }
     }
 

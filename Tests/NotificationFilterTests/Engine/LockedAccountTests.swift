@@ -2,6 +2,7 @@ import E2EECore
 import Foundation
 import Logging
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import NotificationFilter
@@ -34,10 +35,10 @@ struct LockedAccountTests {
         let secret = "correct horse battery staple"
         let wrong = "wrong-passphrase-probe"
         let (identityPath, passphrasePath) = try Self.lockedFiles(bob, passphrase: secret)
-        let records = LogRecords()
+        let records = LogCapture(label: "fp-test")
         let unlocker = PassphraseUnlocker(
             accounts: ["bob": .init(identity: identityPath, passphraseFile: passphrasePath)],
-            logger: RecordingLogHandler.logger(records)
+            logger: records.logger
         )
 
         // No file yet: no attempt, one notice.
@@ -47,7 +48,7 @@ struct LockedAccountTests {
         try Self.writePassphrase(passphrasePath, wrong)
         for _ in 0..<10 { #expect(unlocker.unlock("bob") == nil) }
         #expect(unlocker.attempts == 1, "Argon2id runs once per version of the file, not per tick")
-        let errors = records.all.filter { $0.hasPrefix("error") }
+        let errors = records.lines.filter { $0.hasPrefix("error") }
         #expect(errors.count == 1)
         #expect(errors.first?.contains(passphrasePath) == true, "the report names the file")
         #expect(errors.first?.contains("wrong passphrase") == true, "the report says what is wrong")
@@ -56,17 +57,17 @@ struct LockedAccountTests {
         try Self.writePassphrase(passphrasePath, secret, mode: 0o644)
         for _ in 0..<10 { #expect(unlocker.unlock("bob") == nil) }
         #expect(unlocker.attempts == 2)
-        #expect(records.all.filter { $0.hasPrefix("error") }.count == 2)
-        #expect(records.all.last { $0.hasPrefix("error") }?.contains("chmod 600") == true)
+        #expect(records.lines.filter { $0.hasPrefix("error") }.count == 2)
+        #expect(records.lines.last { $0.hasPrefix("error") }?.contains("chmod 600") == true)
 
         // The right passphrase, private: unlocked on the next try.
         try Self.writePassphrase(passphrasePath, secret)
         let identity = unlocker.unlock("bob")
         #expect(identity?.userID == "bob")
         #expect(unlocker.attempts == 3)
-        #expect(records.all.filter { $0.hasPrefix("notice") }.count == 1, "a missing file is reported once")
+        #expect(records.lines.filter { $0.hasPrefix("notice") }.count == 1, "a missing file is reported once")
         // Never a passphrase in the log.
-        #expect(!records.all.contains { $0.contains(secret) || $0.contains(wrong) })
+        #expect(!records.lines.contains { $0.contains(secret) || $0.contains(wrong) })
     }
 
     @Test("after unlock, payloads kept while locked are decided first, in order, before any newer one")

@@ -2,6 +2,7 @@ import E2EECore
 import Foundation
 import Logging
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import NotificationFilter
@@ -121,7 +122,7 @@ struct NoSecretsInLogsTests {
         let corpus = try Corpus(fixture)
         let spoolPath = fixture.path("spool.jsonl")
         try appendToFile(spoolPath, Array(corpus.lines.map { $0 + "\n" }.joined().utf8))
-        let records = LogRecords()
+        let records = LogCapture(label: "fp-test")
         let clock = ManualClock(fixture.startMs)
         var options = FilterAppOptions(
             accounts: [.init(identity: fixture.identityPath, contacts: fixture.contactsPath)],
@@ -132,12 +133,12 @@ struct NoSecretsInLogsTests {
         options.decisionsPath = fixture.path("decisions.jsonl")
         options.eventsPath = fixture.path("events.jsonl")
         options.now = clock.closure
-        let parts = try FilterApp.build(options, logger: RecordingLogHandler.logger(records))
+        let parts = try FilterApp.build(options, logger: records.logger)
         try await parts.daemon.run()
         clock.advance(ms: 3_600_000)
         try await parts.engine.expireRinging()  // call b rang unanswered: the missed path logs too
         // A restart on the same state: recovery and re-emission paths log as well.
-        let again = try FilterApp.build(options, logger: RecordingLogHandler.logger(records))
+        let again = try FilterApp.build(options, logger: records.logger)
         try await again.daemon.run()
 
         // The plaintext did reach the output (so its absence from the logs means something).
@@ -147,7 +148,7 @@ struct NoSecretsInLogsTests {
         let events = JSONLines.read(fixture.path("events.jsonl")).lines
         #expect(events.contains { $0.contains("\"missed\"") })
 
-        let logs = records.all
+        let logs = records.lines
         #expect(logs.count >= corpus.lines.count, "every decision is logged at debug")
         #expect(logs.contains { $0.contains("decided") })
         #expect(logs.contains { $0.contains("call ringing") })

@@ -1,5 +1,6 @@
 import E2EECore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import NotificationFilter
@@ -15,13 +16,13 @@ struct ContactCardRefusalTests {
         let fixture = try FilterFixture()
         let carol = try Identity.generate(userID: "carol", displayName: "Carol", nowMs: 1)
         let cardPath = try fixture.writeTamperedCard(of: carol, keyIDFrom: fixture.mallory)
-        let records = LogRecords()
+        let records = LogCapture(label: "fp-test")
         let book = try FilterApp.loadContacts(
             folder: fixture.contactsPath,
-            logger: RecordingLogHandler.logger(records)
+            logger: records.logger
         )
         #expect(book.cards.keys.sorted() == ["alice"])
-        let logs = records.all
+        let logs = records.lines
         #expect(logs.count == 1, "\(logs)")
         let log = try #require(logs.first)
         #expect(log.hasPrefix("error contact card refused"))
@@ -39,7 +40,7 @@ struct ContactCardRefusalTests {
         )
         let now = fixture.startMs
         options.now = { now }
-        let parts = try FilterApp.build(options, logger: RecordingLogHandler.logger(LogRecords()))
+        let parts = try FilterApp.build(options, logger: LogCapture(label: "fp-test").logger)
         let outcome = try await parts.engine.process(
             [
                 PayloadInput(seq: 1, apnsID: nil, body: try fixture.body(FilterFixture.text("from alice"))),

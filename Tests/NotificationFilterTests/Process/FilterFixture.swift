@@ -1,5 +1,6 @@
 import E2EECore
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

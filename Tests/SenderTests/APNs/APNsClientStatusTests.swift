@@ -2,6 +2,7 @@ import APNsGateway
 import Crypto
 import Foundation
 import Logging
+import TestSupport
 import Testing
 
 @testable import Sender
@@ -11,8 +12,8 @@ struct APNsClientStatusTests {
     @Test("200: accepted, apns-id echoed, delivered byte for byte, one attempt, one token, one h2 connection")
     func accepted() async throws {
         try await GatewayHarness.with { gateway in
-            let (logger, logs) = RecordingLogHandler.make()
-            let client = try gateway.makeClient(logger: logger)
+            let logs = LogCapture()
+            let client = try gateway.makeClient(logger: logs.logger)
             let request = GatewayHarness.push()
             let result = await client.send(request)
             await client.shutdown()
@@ -34,10 +35,10 @@ struct APNsClientStatusTests {
             #expect(await client.providerTokensIssued == 1)
             #expect(client.connectionsOpened == (http2: 1, http1: 0))
             // Logs carry the token prefix, never the body or the device token in full.
-            #expect(logs.joined.contains(String(GatewayHarness.deviceToken.prefix(8))))
-            #expect(!logs.joined.contains(GatewayHarness.deviceToken))
-            #expect(!logs.joined.contains("New message"))
-            #expect(!logs.joined.contains("bearer"))
+            #expect(logs.text.contains(String(GatewayHarness.deviceToken.prefix(8))))
+            #expect(!logs.text.contains(GatewayHarness.deviceToken))
+            #expect(!logs.text.contains("New message"))
+            #expect(!logs.text.contains("bearer"))
         }
     }
 

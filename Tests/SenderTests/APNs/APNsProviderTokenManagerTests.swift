@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Logging
+import TestSupport
 import Testing
 
 @testable import Sender
@@ -116,18 +117,19 @@ struct APNsProviderTokenManagerTests {
 
     @Test("the logs carry the token fingerprint, never the JWT")
     func logsNoToken() async throws {
-        let (logger, store) = RecordingLogHandler.make()
+        let logs = LogCapture()
+        let logger = logs.logger
         let clock = ManualClock()
         let manager = try self.makeManager(clock: clock, logger: logger)
         let token = await manager.currentToken()
         let regenerated = try #require(await manager.tokenRejectedAsExpired(token))
         _ = await manager.tokenRejectedAsExpired(regenerated)
-        let logs = store.joined
-        #expect(store.all.count == 3)
-        #expect(logs.contains(token.fingerprint))
+        let text = logs.text
+        #expect(logs.lines.count == 3)
+        #expect(text.contains(token.fingerprint))
         for jwt in [token.jwt, regenerated.jwt] {
             for part in jwt.split(separator: ".") {
-                #expect(!logs.contains(String(part)))
+                #expect(!text.contains(String(part)))
             }
         }
     }

@@ -38,38 +38,6 @@ final class RecordingSleeper: Sendable {
     }
 }
 
-/// A log handler that keeps every rendered line (message and metadata) for assertions.
-struct RecordingLogHandler: LogHandler {
-    final class Store: Sendable {
-        private let lines = Mutex<[String]>([])
-        var all: [String] { self.lines.withLock { $0 } }
-        var joined: String { self.all.joined(separator: "\n") }
-        func append(_ line: String) { self.lines.withLock { $0.append(line) } }
-    }
-
-    let store: Store
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { self.metadata[key] }
-        set { self.metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        var merged = self.metadata
-        if let extra = event.metadata { merged.merge(extra) { $1 } }
-        let rendered = merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        self.store.append("\(event.level) \(event.message) \(rendered)")
-    }
-
-    static func make(label: String = "test") -> (Logger, Store) {
-        let store = Store()
-        let logger = Logger(label: label) { _ in RecordingLogHandler(store: store) }
-        return (logger, store)
-    }
-}
-
 /// A fresh temporary folder, removed by `cleanup()`.
 struct TemporaryFolder {
     let path: String

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TestSupport
 import Testing
 
 @testable import Sender
@@ -79,15 +80,15 @@ struct TokenRegistryTests {
 
     @Test("a write failure is remembered and logged, and the in-memory state still refuses the token")
     func writeFailure() async throws {
-        let (logger, store) = RecordingLogHandler.make()
+        let logs = LogCapture()
         let registry = try TokenRegistry(
             persistingTo: "/nonexistent-folder-\(UUID().uuidString)/r.json",
-            logger: logger
+            logger: logs.logger
         )
         await registry.markInactive(self.tokenA, timestamp: 7)
         #expect(await registry.lastPersistenceError?.code == .registryFileUnwritable)
         #expect(await registry.isInactive(self.tokenA))
-        #expect(store.joined.contains("token registry not saved"))
-        #expect(!store.joined.contains(self.tokenA))
+        #expect(logs.text.contains("token registry not saved"))
+        #expect(!logs.text.contains(self.tokenA))
     }
 }

@@ -1,5 +1,6 @@
 import E2EECore
 import Foundation
+import TestSupport
 import Testing
 
 /// `e2ee-send` as a user meets it on the first day: a closed stdout, the card's topic, a rotated card, batch keys
@@ -190,15 +191,11 @@ struct SendCLIDefectTests {
     func logsNeverOnStdout() throws {
         let dir = try Self.keys()
         // A real .p8 key, made as a user makes one for the local gateway.
-        let gateway = try CLI.binary().replacingOccurrences(of: "/e2ee-send", with: "/e2ee-gateway")
-        let made = Process()
-        made.executableURL = URL(fileURLWithPath: gateway)
-        made.arguments = ["provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", dir]
-        made.standardOutput = FileHandle.nullDevice
-        made.standardError = FileHandle.nullDevice
-        try made.run()
-        made.waitUntilExit()
-        try #require(made.terminationStatus == 0)
+        let made = try ChildProcess.runBlocking(
+            "e2ee-gateway",
+            ["provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", dir]
+        )
+        try #require(made.status == 0, "\(made.stderr)")
         // Nothing listens on port 9 of loopback: the push is not answered and the client logs a warning.
         let r = try CLI.run([
             "text", "--identity", "\(dir)/alice.identity", "--contacts", dir, "--to", "bob", "--body", "x",

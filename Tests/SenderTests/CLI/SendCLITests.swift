@@ -1,31 +1,14 @@
 import E2EECore
 import Foundation
+import TestSupport
 import Testing
 
 /// `e2ee-send` as a process: every user error gets its documented exit code and a message on stderr that says what
 /// was wrong; stdout stays machine output.
 @Suite("e2ee-send command line: malformed input and exit codes")
 struct SendCLITests {
-    static func binary(filePath: String = #filePath) throws -> String {
-        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-            .deletingLastPathComponent()
-        var candidates: [String] = []
-        for _ in 0..<5 {
-            candidates.append(folder.appendingPathComponent("e2ee-send").path)
-            folder.deleteLastPathComponent()
-        }
-        let package = URL(fileURLWithPath: filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent()
-        candidates.append(package.appendingPathComponent(".build/debug/e2ee-send").path)
-        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            throw CLIError("e2ee-send is not built (looked in \(candidates)); run `swift build --product e2ee-send`")
-        }
-        return found
-    }
-
-    struct CLIError: Error, CustomStringConvertible {
-        var description: String
-        init(_ d: String) { self.description = d }
+    static func binary() throws -> String {
+        try TestExecutable.path("e2ee-send")
     }
 
     struct Result {
@@ -34,32 +17,18 @@ struct SendCLITests {
         var stderr: String
     }
 
+    /// Runs `e2ee-send` to completion with `stdin`, without the identity and APNs key variables of the caller's
+    /// environment (then `environment` on top).
     static func run(_ arguments: [String], stdin: String = "", environment: [String: String] = [:]) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try binary())
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        env.removeValue(forKey: "E2EE_IDENTITY_FILE")
-        env.removeValue(forKey: "APNS_KEY_PATH")
-        for (k, v) in environment { env[k] = v }
-        process.environment = env
-        let input = Pipe()
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        input.fileHandleForWriting.write(Data(stdin.utf8))
-        try input.fileHandleForWriting.close()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(
-            status: process.terminationStatus,
-            stdout: String(decoding: out, as: UTF8.self),
-            stderr: String(decoding: err, as: UTF8.self)
+        var changes: [String: String?] = ["E2EE_IDENTITY_FILE": nil, "APNS_KEY_PATH": nil]
+        for (name, value) in environment { changes[name] = value }
+        let output = try ChildProcess.runBlocking(
+            "e2ee-send",
+            arguments,
+            stdin: .bytes(Array(stdin.utf8)),
+            environment: changes
         )
+        return Result(status: output.status, stdout: output.stdoutText, stderr: output.stderr)
     }
 
     /// alice and bob (with a device token) in a fresh folder.
