@@ -4,8 +4,8 @@ extension APNsClient {
     /// One push from start to result: local checks, attempts, token regeneration, retries, registry update.
     func deliver(_ request: APNsRequest) async -> APNsResult {
         let deviceToken = request.deviceToken
-        var metadata: Logger.Metadata = ["apns.token.prefix": "\(deviceToken.prefix(8))"]
-        if let id = request.apnsID { metadata["apns.id"] = "\(id)" }
+        // Built only when a line is logged: most pushes log nothing above debug.
+        var metadata: Logger.Metadata { Self.metadata(request) }
 
         guard Self.isHex(deviceToken) else {
             return self.finish(
@@ -156,8 +156,16 @@ extension APNsClient {
         }
     }
 
-    private func finish(_ result: APNsResult, _ base: Logger.Metadata) -> APNsResult {
-        var metadata = base
+    private static func metadata(_ request: APNsRequest) -> Logger.Metadata {
+        var metadata: Logger.Metadata = ["apns.token.prefix": "\(request.deviceToken.prefix(8))"]
+        if let id = request.apnsID { metadata["apns.id"] = "\(id)" }
+        return metadata
+    }
+
+    private func finish(_ result: APNsResult, _ base: @autoclosure () -> Logger.Metadata) -> APNsResult {
+        let level: Logger.Level = result.isSuccess ? .debug : .warning
+        guard self.logger.logLevel <= level else { return result }
+        var metadata = base()
         if let id = result.apnsID { metadata["apns.id"] = "\(id)" }
         metadata["apns.attempts"] = "\(result.attempts)"
         if let status = result.status { metadata["apns.status"] = "\(status)" }

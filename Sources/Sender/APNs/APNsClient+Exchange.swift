@@ -1,7 +1,6 @@
-import AsyncHTTPClient
 import Foundation
 import NIOCore
-import NIOHTTP1
+import NIOHPACK
 
 /// What APNs answered to one HTTP request.
 struct APNsExchangeAnswer: Sendable {
@@ -22,73 +21,90 @@ enum APNsExchangeOutcome: Sendable {
 
 extension APNsClient {
     /// The largest error body read; APNs bodies are a few dozen bytes.
-    static let maximumResponseBody = 16 * 1024
+    static let maximumResponseBody = APNsConnectionHandler.maximumResponseBody
+    /// How often a push that never left the process is handed to a newer connection before it is reported.
+    static let maximumResends = 4
 
     /// Makes one HTTP/2 request with `token` and decodes the answer, bounded by the per-stream timeout.
+    ///
+    /// A push queued on a connection that went away before its stream was opened is sent on the next connection,
+    /// within the same deadline, without counting as an attempt: APNs never saw it.
     func exchange(_ request: APNsRequest, token: APNsProviderToken) async -> APNsExchangeOutcome {
         let timeout = self.configuration.streamTimeout
         let deadline = NIODeadline.now() + Self.timeAmount(timeout)
-        var http = HTTPClientRequest(url: "\(self.configuration.environment.baseURL)/3/device/\(request.deviceToken)")
-        http.method = self.method
+        let headers = self.requestHeaders(request, token: token)
+        let body = ByteBuffer(string: request.body)
+        for _ in 0..<Self.maximumResends {
+            guard let connection = self.pool.connection() else { return .local(.clientShutdown) }
+            let push = APNsPendingPush(headers: headers, body: body, deadline: deadline)
+            switch await Self.transmit(push, on: connection) {
+            case .answered(let status, let apnsID, let body):
+                let decoded: (reason: APNsReason?, timestamp: Int64?) =
+                    body.readableBytes == 0 ? (nil, nil) : Self.decodeErrorBody(Array(buffer: body))
+                return .answered(
+                    APNsExchangeAnswer(
+                        status: status,
+                        apnsID: apnsID,
+                        reason: decoded.reason,
+                        timestamp: decoded.timestamp
+                    )
+                )
+            case .timedOut:
+                return .local(.timeout(after: timeout))
+            case .cancelled:
+                return .local(.cancelled)
+            case .refused(let detail):
+                if self.isShutDown { return .local(.clientShutdown) }
+                return .refused(.connectionError(detail))
+            case .failed(let detail), .connectFailed(let detail):
+                if self.isShutDown { return .local(.clientShutdown) }
+                return .local(.connectionError(detail))
+            case .notSent:
+                if self.isShutDown { return .local(.clientShutdown) }
+                if Task.isCancelled { return .local(.cancelled) }
+                if NIODeadline.now() >= deadline { return .local(.timeout(after: timeout)) }
+                continue
+            }
+        }
+        return .local(
+            .connectionError("the connection to APNs closed \(Self.maximumResends) times before the push could be sent")
+        )
+    }
+
+    /// Hands a push to a connection and waits for its outcome; cancelling the task resets its stream.
+    private static func transmit(_ push: APNsPendingPush, on connection: APNsConnection) async -> APNsStreamOutcome {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<APNsStreamOutcome, Never>) in
+                push.arm(continuation)
+                connection.submit(push)
+                // A cancel that arrived before the submit found nothing to cancel: repeat it now that the push is in.
+                if Task.isCancelled { connection.cancel(push) }
+            }
+        } onCancel: {
+            connection.cancel(push)
+        }
+    }
+
+    /// The request's HTTP/2 header block: pseudo-headers, the `apns-*` headers (sorted, lowercase), the provider
+    /// token, and the body length.
+    func requestHeaders(_ request: APNsRequest, token: APNsProviderToken) -> HPACKHeaders {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(request.headers.count + 6)
+        headers.add(name: ":method", value: self.method)
+        headers.add(name: ":scheme", value: "https")
+        headers.add(name: ":path", value: "\(self.pool.target.pathPrefix)/3/device/\(request.deviceToken)")
+        headers.add(name: ":authority", value: self.pool.target.authority)
         for (name, value) in request.headers.sorted(by: { $0.key < $1.key }) {
             let lowercased = name.lowercased()
             // The provider owns authentication and framing headers; a request never overrides them.
             guard lowercased != "authorization", lowercased != "content-length", !lowercased.hasPrefix(":") else {
                 continue
             }
-            http.headers.add(name: lowercased, value: value)
+            headers.add(name: lowercased, value: value)
         }
-        http.headers.add(name: "authorization", value: "bearer \(token.jwt)")
-        // AsyncHTTPClient sets content-length from the known body length.
-        http.body = .bytes(ByteBuffer(bytes: request.bodyBytes))
-
-        do {
-            let response = try await self.http.execute(http, deadline: deadline)
-            let bytes = try await response.body.collect(upTo: Self.maximumResponseBody)
-            let decoded = Self.decodeErrorBody(Array(buffer: bytes))
-            return .answered(
-                APNsExchangeAnswer(
-                    status: Int(response.status.code),
-                    apnsID: response.headers.first(name: "apns-id"),
-                    reason: decoded.reason,
-                    timestamp: decoded.timestamp
-                )
-            )
-        } catch let error as HTTPClientError {
-            switch error {
-            case .deadlineExceeded, .readTimeout:
-                return .local(.timeout(after: timeout))
-            case .alreadyShutdown:
-                return .local(.clientShutdown)
-            case .cancelled:
-                // AsyncHTTPClient also reports requests failed by a closing connection as cancelled.
-                if Task.isCancelled { return .local(.cancelled) }
-                return .local(
-                    self.isShutDown ? .clientShutdown : .connectionError("request failed as the connection closed")
-                )
-            default:
-                if NIODeadline.now() >= deadline { return .local(.timeout(after: timeout)) }
-                return .local(self.isShutDown ? .clientShutdown : .connectionError("\(error)"))
-            }
-        } catch is CancellationError {
-            return .local(.cancelled)
-        } catch {
-            if NIODeadline.now() >= deadline { return .local(.timeout(after: timeout)) }
-            if self.isShutDown { return .local(.clientShutdown) }
-            let outcome = APNsLocalOutcome.connectionError(Self.describe(error))
-            return Self.isRefusedStream(error) ? .refused(outcome) : .local(outcome)
-        }
-    }
-
-    /// Whether `error` is swift-nio-http2's `StreamClosed` with `REFUSED_STREAM` (0x7).
-    ///
-    /// Sender does not link NIOHTTP2 itself (AsyncHTTPClient owns the HTTP/2 stack), so the error is recognised by
-    /// its type name and error code as reflected: precise enough for the one code that makes a retry safe.
-    static func isRefusedStream(_ error: any Error) -> Bool {
-        let mirror = Mirror(reflecting: error)
-        guard String(describing: mirror.subjectType) == "StreamClosed" else { return false }
-        guard let code = mirror.children.first(where: { $0.label == "errorCode" })?.value else { return false }
-        return String(describing: code).contains("0x7 ")
+        headers.add(name: "authorization", value: "bearer \(token.jwt)")
+        headers.add(name: "content-length", value: String(request.body.utf8.count))
+        return headers
     }
 
     /// Decodes `{"reason": ..., "timestamp": ...}`, tolerating an empty body, a missing field, a string timestamp
@@ -105,11 +121,5 @@ extension APNsClient {
         default: timestamp = nil
         }
         return (reason, timestamp)
-    }
-
-    /// A short description of a transport error that carries no request data.
-    private static func describe(_ error: any Error) -> String {
-        let text = String(describing: error)
-        return text.count > 200 ? String(text.prefix(200)) + "..." : text
     }
 }

@@ -1,16 +1,16 @@
-import AsyncHTTPClient
 import Foundation
 public import Logging
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOHTTP1
+import NIOPosix
 import NIOSSL
-import Synchronization
 
 /// Sends pushes to APNs over one HTTP/2 connection with token authentication.
 ///
 /// The client keeps one TLS connection (ALPN `h2`) to its endpoint and multiplexes up to
-/// ``APNsClientConfiguration/window`` pushes on it. Each push gets a provider token from the client's
+/// ``APNsClientConfiguration/window`` pushes on it, never more streams than the server's
+/// `SETTINGS_MAX_CONCURRENT_STREAMS`. The transport sits directly on swift-nio-http2: no per-stream channels, and
+/// the frames of all pushes queued in one event-loop tick leave with one flush. Each push gets a provider token from the client's
 /// ``APNsProviderTokenManager``, a per-stream timeout, retries for 429/5xx under the ``RetryPolicy``, and one retry
 /// with a regenerated token on 403 `ExpiredProviderToken`. A 410 marks the device token inactive in the
 /// ``TokenRegistry``; later pushes to it are refused without a request.
@@ -19,14 +19,13 @@ import Synchronization
 public final class APNsClient: Sendable {
     /// The configuration the client was built with.
     public let configuration: APNsClientConfiguration
-    let http: HTTPClient
+    let pool: APNsConnectionPool
     let tokens: APNsProviderTokenManager
     let window: InFlightWindow
     let logger: Logger
     /// Always `POST` in production; the internal initializer lets tests provoke APNs' 405 answer end to end.
-    let method: HTTPMethod
+    let method: String
     private let state: NIOLockedValueBox<State>  // a pthread mutex: visible to ThreadSanitizer
-    private let counters: ConnectionCounters
 
     private struct State {
         var isShutDown = false
@@ -46,7 +45,7 @@ public final class APNsClient: Sendable {
 
     /// The test seam: `method` is the HTTP method name to send (only tests pass anything but `POST`).
     init(configuration: APNsClientConfiguration, logger: Logger, method: String) {
-        self.method = HTTPMethod(rawValue: method)
+        self.method = method
         self.configuration = configuration
         self.logger = logger
         self.window = InFlightWindow(size: configuration.window)
@@ -63,33 +62,18 @@ public final class APNsClient: Sendable {
 
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = .tlsv12
+        tls.applicationProtocols = ["h2"]
         if let certificates = configuration.trustedCertificates {
             tls.trustRoots = .certificates(certificates)
         }
-        var http = HTTPClient.Configuration(
-            tlsConfiguration: tls,
-            redirectConfiguration: .disallow,
-            timeout: .init(
-                connect: Self.timeAmount(configuration.connectTimeout),
-                // Backstop for a response body that stalls after its headers; the whole exchange is also
-                // bounded by the per-stream deadline.
-                read: Self.timeAmount(configuration.streamTimeout)
-            ),
-            connectionPool: .init(idleTimeout: .minutes(30), concurrentHTTP1ConnectionsPerHostSoftLimit: 1),
-            decompression: .disabled
+        self.pool = APNsConnectionPool(
+            target: APNsConnectionPool.Target(baseURL: configuration.environment.baseURL),
+            // A client TLS context from a configuration without key files or custom callbacks does not fail.
+            sslContext: try! NIOSSLContext(configuration: tls),
+            group: MultiThreadedEventLoopGroup.singleton,
+            connectTimeout: Self.timeAmount(configuration.connectTimeout),
+            logger: logger
         )
-        http.httpVersion = .automatic
-        let counters = ConnectionCounters()
-        self.counters = counters
-        http.http2ConnectionDebugInitializer = { channel in
-            counters.http2.add(1, ordering: .relaxed)
-            return channel.eventLoop.makeSucceededVoidFuture()
-        }
-        http.http1_1ConnectionDebugInitializer = { channel in
-            counters.http1.add(1, ordering: .relaxed)
-            return channel.eventLoop.makeSucceededVoidFuture()
-        }
-        self.http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: http)
     }
 
     /// The inactive-token registry this client consults.
@@ -100,10 +84,11 @@ public final class APNsClient: Sendable {
         get async { await self.tokens.tokensIssued }
     }
 
-    /// How many connections this client has opened: HTTP/2 ones, and HTTP/1.1 ones (a server without `h2`, which
-    /// APNs never is). Normally one HTTP/2 connection for the client's whole life.
+    /// How many connections this client has opened: HTTP/2 ones, and HTTP/1.1 ones (always 0: a server that does not
+    /// negotiate `h2` is refused, as APNs always speaks HTTP/2). Normally one HTTP/2 connection for the client's
+    /// whole life.
     public var connectionsOpened: (http2: Int, http1: Int) {
-        (self.counters.http2.load(ordering: .relaxed), self.counters.http1.load(ordering: .relaxed))
+        (self.pool.connectionsEstablished, 0)
     }
 
     /// Sends one push and reports what happened.
@@ -159,11 +144,7 @@ public final class APNsClient: Sendable {
             return state.isShutDown
         }
         guard !wasShutDown else { return }
-        do {
-            try await self.http.shutdown()
-        } catch {
-            self.logger.warning("APNs client shutdown reported an error", metadata: ["error": "\(error)"])
-        }
+        await self.pool.shutdown()
     }
 
     var isShutDown: Bool { self.state.withLockedValue { $0.isShutDown } }
@@ -176,10 +157,4 @@ public final class APNsClient: Sendable {
         let parts = duration.components
         return .nanoseconds(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)
     }
-}
-
-/// Connection counts, bumped by AsyncHTTPClient's connection initializers on the event loop.
-private final class ConnectionCounters: Sendable {
-    let http2 = Atomic<Int>(0)
-    let http1 = Atomic<Int>(0)
 }

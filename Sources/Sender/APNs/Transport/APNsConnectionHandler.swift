@@ -1,0 +1,399 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP2
+import NIOSSL
+import NIOTLS
+
+/// The client's end of one HTTP/2 connection to APNs, on the connection's event loop, directly above
+/// `NIOHTTP2Handler` (no per-stream child channels).
+///
+/// Pushes wait in a FIFO queue until the server's `SETTINGS_MAX_CONCURRENT_STREAMS` leaves room; each then gets the
+/// next odd stream ID, a HEADERS and a DATA frame. Frames written in one event-loop task (a drained inbox, or the
+/// streams freed by one read) go out with one flush. Answers are matched to pushes by stream ID.
+///
+/// Failure handling, by what APNs can have seen:
+/// - never sent (queued when the connection went away): ``APNsStreamOutcome/notSent``, sent on the next connection;
+/// - `RST_STREAM(REFUSED_STREAM)`, or above a GOAWAY's last stream ID: ``APNsStreamOutcome/refused(_:)``;
+/// - sent and then lost (reset, connection closed): ``APNsStreamOutcome/failed(_:)``;
+/// - no answer by the push's deadline: the stream is reset, ``APNsStreamOutcome/timedOut``.
+final class APNsConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    /// The largest response body kept; APNs' bodies are a few dozen bytes.
+    static let maximumResponseBody = 16 * 1024
+    /// The connection-level receive window kept open for answers (HTTP/2's initial 65,535 bytes).
+    static let connectionWindow = 65_535
+
+    private let connection: APNsConnection
+    private let connectTimeout: TimeAmount
+    private let logger: Logger
+    private let onEstablished: @Sendable () -> Void
+
+    private var context: ChannelHandlerContext?
+    private var pending = CircularBuffer<APNsPendingPush>(initialCapacity: 64)
+    private var active: [HTTP2StreamID: APNsPendingPush] = [:]
+    private var nextStreamID: Int32 = 1
+    /// The server's limit; one stream until its SETTINGS say otherwise (APNs starts at one with token auth).
+    private var peerMaxStreams = 1
+    private var established = false
+    private var goAwayLastStreamID: HTTP2StreamID?
+    private var closeReason: String?
+    private var tornDown = false
+    private var inRead = false
+    private var needsFlush = false
+    private var opening = false
+    private var streamTimer: Scheduled<Void>?
+    private var handshakeTimer: Scheduled<Void>?
+
+    init(
+        connection: APNsConnection,
+        connectTimeout: TimeAmount,
+        logger: Logger,
+        onEstablished: @escaping @Sendable () -> Void
+    ) {
+        self.connection = connection
+        self.connectTimeout = connectTimeout
+        self.logger = logger
+        self.onEstablished = onEstablished
+    }
+
+    // MARK: Requests from the client (scheduled on the event loop by APNsConnection)
+
+    /// Moves queued pushes onto streams, as far as the server's stream limit allows, and flushes once.
+    func drainInbox() {
+        for push in self.connection.takeInbox() where push.isOpen {
+            self.pending.append(push)
+        }
+        self.openStreams()
+        self.armStreamTimer()
+    }
+
+    /// Cancels one push: drops it from the inbox or the queue, or resets its stream. Acts only on pushes that went
+    /// through the inbox (whose continuation was published by its lock); anything else is already finished or not
+    /// submitted yet.
+    func cancel(_ push: APNsPendingPush) {
+        if let streamID = push.streamID {
+            guard self.active.removeValue(forKey: streamID) != nil else { return }
+            self.write(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel)))
+        } else if let index = self.pending.firstIndex(where: { $0 === push }) {
+            self.pending.remove(at: index)
+        } else if !self.connection.removeFromInbox(push) {
+            return
+        }
+        push.finish(.cancelled)
+        self.openStreams()
+        self.flushIfNeeded()
+    }
+
+    /// Ends the connection for a reason found outside the pipeline (a failed connect).
+    func fail(_ reason: String) {
+        self.closeReason = self.closeReason ?? reason
+        if let context = self.context, context.channel.isActive {
+            context.close(promise: nil)
+        } else {
+            self.teardown()
+        }
+    }
+
+    // MARK: Channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        self.connection.attach(self)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        let timeout = self.connectTimeout
+        self.handshakeTimer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
+            guard !self.established else { return }
+            self.fail("the TLS and HTTP/2 handshake with APNs did not complete within \(timeout)")
+        }
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.teardown()
+        context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event {
+        case let event as StreamClosedEvent:
+            self.streamClosed(event.streamID, reason: event.reason)
+        case let event as NIOHTTP2WindowUpdatedEvent where event.streamID == .rootStream:
+            if let window = event.inboundWindowSize, window <= Self.connectionWindow / 2 {
+                let increment = Self.connectionWindow - window
+                self.write(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment)))
+                if !self.inRead { self.flushIfNeeded() }
+            }
+        case let tls as TLSUserEvent:
+            if case .handshakeCompleted(let negotiated) = tls { self.handshakeCompleted(negotiated: negotiated) }
+        default:
+            break
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    private func handshakeCompleted(negotiated: String?) {
+        guard negotiated == "h2" else {
+            self.fail(
+                "the server negotiated \(negotiated.map { "'\($0)'" } ?? "no protocol") instead of HTTP/2 "
+                    + "(ALPN h2); check that the URL points at APNs or an APNs-compatible gateway"
+            )
+            return
+        }
+        self.established = true
+        self.handshakeTimer?.cancel()
+        self.handshakeTimer = nil
+        self.onEstablished()
+        self.drainInbox()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        self.inRead = true
+        let frame = self.unwrapInboundIn(data)
+        if frame.streamID == .rootStream {
+            self.rootFrame(frame.payload)
+            return
+        }
+        guard let push = self.active[frame.streamID] else { return }
+        switch frame.payload {
+        case .headers(let headers):
+            if push.status.map({ (100..<200).contains($0) }) ?? true,
+                let status = headers.headers.first(name: ":status").flatMap({ Int($0) })
+            {
+                push.status = status
+                push.apnsID = headers.headers.first(name: "apns-id")
+            }
+            if headers.endStream { self.complete(frame.streamID, push) }
+        case .data(let data):
+            if case .byteBuffer(var bytes) = data.data, bytes.readableBytes > 0 {
+                let room = Self.maximumResponseBody - (push.responseBody?.readableBytes ?? 0)
+                if room > 0, var slice = bytes.readSlice(length: min(room, bytes.readableBytes)) {
+                    if push.responseBody == nil {
+                        push.responseBody = slice
+                    } else {
+                        push.responseBody!.writeBuffer(&slice)
+                    }
+                }
+            }
+            if data.endStream { self.complete(frame.streamID, push) }
+        case .rstStream(let code):
+            self.active.removeValue(forKey: frame.streamID)
+            push.finish(
+                code == .refusedStream
+                    ? .refused("APNs refused the stream (REFUSED_STREAM)")
+                    : .failed("APNs reset the stream (\(code))")
+            )
+        default:
+            break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        self.inRead = false
+        self.openStreams()
+        self.flushIfNeeded()
+        if self.goAwayLastStreamID != nil, self.active.isEmpty, context.channel.isActive {
+            context.close(promise: nil)
+        }
+        context.fireChannelReadComplete()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let streamError = error as? NIOHTTP2Errors.StreamError {
+            if let push = self.active.removeValue(forKey: streamError.streamID) {
+                push.finish(.failed("HTTP/2 stream error: \(Self.describe(streamError.baseError))"))
+            }
+            return
+        }
+        self.closeReason = self.closeReason ?? Self.describe(error)
+        context.close(promise: nil)
+    }
+
+    // MARK: Streams
+
+    private func rootFrame(_ payload: HTTP2Frame.FramePayload) {
+        switch payload {
+        case .settings(.settings(let settings)):
+            var limit: Int?
+            for setting in settings where setting.parameter == .maxConcurrentStreams { limit = setting.value }
+            if let limit {
+                self.peerMaxStreams = limit
+            } else if self.peerMaxStreams == 1 && !self.established {
+                self.peerMaxStreams = 100
+            }
+        case .goAway(let lastStreamID, let errorCode, let opaqueData):
+            self.goAway(lastStreamID: lastStreamID, errorCode: errorCode, debugData: opaqueData)
+        default:
+            break
+        }
+    }
+
+    private func goAway(lastStreamID: HTTP2StreamID, errorCode: HTTP2ErrorCode, debugData: ByteBuffer?) {
+        self.goAwayLastStreamID = min(lastStreamID, self.goAwayLastStreamID ?? lastStreamID)
+        self.connection.retire()
+        let reason = debugData.flatMap { APNsClient.decodeErrorBody(Array(buffer: $0)).reason }
+        self.logger.notice(
+            "APNs sent GOAWAY; later pushes go on a new connection",
+            metadata: [
+                "apns.connection": "\(self.connection.id)", "apns.goaway.code": "\(errorCode)",
+                "apns.goaway.reason": "\(reason.map { "\($0)" } ?? "-")",
+                "apns.goaway.lastStreamID": "\(lastStreamID)",
+            ]
+        )
+        for (streamID, push) in self.active where streamID > lastStreamID {
+            self.active.removeValue(forKey: streamID)
+            push.finish(.refused("APNs sent GOAWAY\(reason.map { " (\($0))" } ?? "") before processing the stream"))
+        }
+        while let push = self.pending.popFirst() { push.finish(.notSent) }
+    }
+
+    private func streamClosed(_ streamID: HTTP2StreamID, reason: HTTP2ErrorCode?) {
+        if let push = self.active.removeValue(forKey: streamID) {
+            if reason == .refusedStream {
+                push.finish(.refused("APNs refused the stream (REFUSED_STREAM)"))
+            } else if let last = self.goAwayLastStreamID, streamID > last {
+                push.finish(.refused("APNs sent GOAWAY before processing the stream"))
+            } else {
+                push.finish(.failed("the stream closed before APNs answered (\(reason.map { "\($0)" } ?? "no error"))"))
+            }
+        }
+        if !self.inRead {
+            self.openStreams()
+            self.flushIfNeeded()
+        }
+    }
+
+    private func complete(_ streamID: HTTP2StreamID, _ push: APNsPendingPush) {
+        self.active.removeValue(forKey: streamID)
+        guard let status = push.status else {
+            push.finish(.failed("APNs ended the stream without a status"))
+            return
+        }
+        push.finish(.answered(status: status, apnsID: push.apnsID, body: push.responseBody ?? ByteBuffer()))
+    }
+
+    /// Opens streams for queued pushes while the server's limit allows. Writes without flushing.
+    private func openStreams() {
+        guard self.established, self.goAwayLastStreamID == nil, !self.tornDown, !self.opening else { return }
+        self.opening = true
+        defer { self.opening = false }
+        while self.active.count < self.peerMaxStreams, let push = self.pending.first {
+            guard push.isOpen else {
+                self.pending.removeFirst()
+                continue
+            }
+            guard self.nextStreamID < Int32.max - 2 else {
+                // Stream IDs are spent (2^30 pushes): finish the open streams here, send the rest on a new connection.
+                self.connection.retire()
+                self.goAwayLastStreamID = HTTP2StreamID(Int(self.nextStreamID))
+                while let queued = self.pending.popFirst() { queued.finish(.notSent) }
+                return
+            }
+            self.pending.removeFirst()
+            let streamID = HTTP2StreamID(Int(self.nextStreamID))
+            self.nextStreamID += 2
+            push.streamID = streamID
+            self.active[streamID] = push
+            self.write(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: push.headers))))
+            self.write(
+                HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(push.body), endStream: true)))
+            )
+        }
+        if !self.inRead { self.flushIfNeeded() }
+    }
+
+    private func write(_ frame: HTTP2Frame) {
+        guard let context = self.context else { return }
+        context.write(self.wrapOutboundOut(frame), promise: nil)
+        self.needsFlush = true
+    }
+
+    private func flushIfNeeded() {
+        guard self.needsFlush, let context = self.context else { return }
+        self.needsFlush = false
+        context.flush()
+    }
+
+    // MARK: Deadlines
+
+    /// Keeps one timer at the earliest deadline of the pushes this connection holds.
+    private func armStreamTimer() {
+        guard self.streamTimer == nil, !self.tornDown, let context = self.context else { return }
+        var earliest: NIODeadline?
+        for push in self.pending where push.isOpen { earliest = min(earliest ?? push.deadline, push.deadline) }
+        for push in self.active.values { earliest = min(earliest ?? push.deadline, push.deadline) }
+        guard let earliest else { return }
+        self.streamTimer = context.eventLoop.assumeIsolated().scheduleTask(deadline: earliest) {
+            self.streamTimer = nil
+            self.expire(now: .now())
+        }
+    }
+
+    private func expire(now: NIODeadline) {
+        if self.pending.contains(where: { $0.deadline <= now }) {
+            var kept = CircularBuffer<APNsPendingPush>(initialCapacity: self.pending.count)
+            while let push = self.pending.popFirst() {
+                if push.deadline <= now {
+                    push.finish(.timedOut)
+                } else {
+                    kept.append(push)
+                }
+            }
+            self.pending = kept
+        }
+        for (streamID, push) in self.active where push.deadline <= now {
+            self.active.removeValue(forKey: streamID)
+            self.write(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel)))
+            push.finish(.timedOut)
+        }
+        self.openStreams()
+        self.flushIfNeeded()
+        self.armStreamTimer()
+    }
+
+    // MARK: Teardown
+
+    private func teardown() {
+        guard !self.tornDown else { return }
+        self.tornDown = true
+        self.streamTimer?.cancel()
+        self.streamTimer = nil
+        self.handshakeTimer?.cancel()
+        self.handshakeTimer = nil
+        let reason = self.closeReason ?? "the connection closed"
+        let unsent: APNsStreamOutcome = self.established ? .notSent : .connectFailed(reason)
+        for push in self.connection.closeInbox(with: unsent) { push.finish(unsent) }
+        while let push = self.pending.popFirst() { push.finish(unsent) }
+        let active = self.active
+        self.active = [:]
+        for (streamID, push) in active {
+            if let last = self.goAwayLastStreamID, streamID > last {
+                push.finish(.refused("APNs sent GOAWAY before processing the stream"))
+            } else {
+                push.finish(.failed("the connection closed before APNs answered: \(reason)"))
+            }
+        }
+        if self.established {
+            self.logger.info(
+                "APNs connection closed",
+                metadata: ["apns.connection": "\(self.connection.id)", "apns.close.reason": "\(reason)"]
+            )
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        let text = String(describing: error)
+        return text.count > 200 ? String(text.prefix(200)) + "..." : text
+    }
+}
+
+@available(*, unavailable)
+extension APNsConnectionHandler: Sendable {}

@@ -1,0 +1,161 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+/// Keeps the client's one HTTP/2 connection to APNs: opens it on first use, and opens a new one when the current one
+/// has received GOAWAY, closed, or spent its stream IDs.
+///
+/// Pushes may be submitted to a connection that is still connecting: they wait in its inbox and are sent when TLS
+/// (ALPN `h2`) is up. A connection that cannot be established answers them with
+/// ``APNsStreamOutcome/connectFailed(_:)``.
+final class APNsConnectionPool: Sendable {
+    /// Where to connect and what to put in `:authority` and `:path`.
+    struct Target: Sendable {
+        var host: String
+        var port: Int
+        /// The TLS server name (SNI and certificate check); `nil` for an IP address, checked against the address.
+        var serverHostname: String?
+        var authority: String
+        /// The base URL's path ("" or "/prefix"), placed before `/3/device/<token>`.
+        var pathPrefix: String
+
+        init(baseURL: String) {
+            // APNsClientConfiguration has checked the URL (https, a host, no query).
+            let url = URL(string: baseURL)
+            var host = url?.host ?? "localhost"
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            let isIPAddress = (try? SocketAddress(ipAddress: host, port: 0)) != nil
+            let hostInAuthority = host.contains(":") ? "[\(host)]" : host
+            self.host = host
+            self.port = url?.port ?? 443
+            self.serverHostname = isIPAddress ? nil : host
+            self.authority = url?.port.map { "\(hostInAuthority):\($0)" } ?? hostInAuthority
+            let path = url?.path ?? ""
+            self.pathPrefix = path.hasSuffix("/") ? String(path.dropLast()) : path
+        }
+    }
+
+    private struct State {
+        var current: APNsConnection?
+        var channels: [Int: any Channel] = [:]
+        var nextID = 1
+        var isShutDown = false
+    }
+
+    let target: Target
+    private let sslContext: NIOSSLContext
+    private let group: any EventLoopGroup
+    private let connectTimeout: TimeAmount
+    private let logger: Logger
+    private let state = NIOLockedValueBox(State())
+    private let established = Atomic<Int>(0)
+
+    init(
+        target: Target,
+        sslContext: NIOSSLContext,
+        group: any EventLoopGroup,
+        connectTimeout: TimeAmount,
+        logger: Logger
+    ) {
+        self.target = target
+        self.sslContext = sslContext
+        self.group = group
+        self.connectTimeout = connectTimeout
+        self.logger = logger
+    }
+
+    /// How many connections completed their TLS handshake with ALPN `h2`.
+    var connectionsEstablished: Int { self.established.load(ordering: .relaxed) }
+
+    /// The connection to send on, opening one if there is none in use; `nil` once the pool is shut down.
+    func connection() -> APNsConnection? {
+        let (connection, isNew): (APNsConnection?, Bool) = self.state.withLockedValue { state in
+            if state.isShutDown { return (nil, false) }
+            if let current = state.current, current.isUsable { return (current, false) }
+            let connection = APNsConnection(id: state.nextID, eventLoop: self.group.next())
+            state.nextID += 1
+            state.current = connection
+            return (connection, true)
+        }
+        if let connection, isNew { self.connect(connection) }
+        return connection
+    }
+
+    /// Closes every connection; pushes in flight end as failed, queued ones as not sent.
+    func shutdown() async {
+        let channels: [any Channel] = self.state.withLockedValue { state in
+            state.isShutDown = true
+            state.current?.retire()
+            return Array(state.channels.values)
+        }
+        for channel in channels {
+            try? await channel.close()
+        }
+    }
+
+    private func connect(_ connection: APNsConnection) {
+        let target = self.target
+        let sslContext = self.sslContext
+        let logger = self.logger
+        let connectTimeout = self.connectTimeout
+        let established = { @Sendable [self] in
+            self.established.add(1, ordering: .relaxed)
+            logger.info(
+                "connected to APNs over HTTP/2",
+                metadata: ["apns.connection": "\(connection.id)", "apns.host": "\(target.host):\(target.port)"]
+            )
+        }
+        ClientBootstrap(group: connection.eventLoop)
+            .connectTimeout(connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: target.serverHostname))
+                    try sync.addHandler(
+                        NIOHTTP2Handler(
+                            mode: .client,
+                            connectionConfiguration: .init(),
+                            streamConfiguration: .init()
+                        )
+                    )
+                    try sync.addHandler(
+                        APNsConnectionHandler(
+                            connection: connection,
+                            connectTimeout: connectTimeout,
+                            logger: logger,
+                            onEstablished: established
+                        )
+                    )
+                }
+            }
+            .connect(host: target.host, port: target.port)
+            .whenComplete { [self] result in
+                switch result {
+                case .success(let channel):
+                    let keep = self.state.withLockedValue { state in
+                        guard !state.isShutDown else { return false }
+                        state.channels[connection.id] = channel
+                        return true
+                    }
+                    guard keep else {
+                        channel.close(promise: nil)
+                        return
+                    }
+                    channel.closeFuture.whenComplete { _ in
+                        self.state.withLockedValue { _ = $0.channels.removeValue(forKey: connection.id) }
+                    }
+                case .failure(let error):
+                    let reason =
+                        "cannot connect to \(target.host):\(target.port): \(APNsConnectionHandler.describe(error))"
+                    logger.warning("APNs connection failed", metadata: ["apns.connection": "\(connection.id)"])
+                    connection.connectFailed(reason)
+                }
+            }
+    }
+}

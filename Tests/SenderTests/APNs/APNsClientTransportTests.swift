@@ -1,0 +1,112 @@
+import APNsGateway
+import Crypto
+import Foundation
+import Logging
+import Testing
+
+@testable import Sender
+
+/// The HTTP/2 transport against the real gateway (TLS + HTTP/2 on loopback) when things go wrong: the connection
+/// drops mid-stream, nothing listens, the certificate is not trusted, the sender gives up.
+@Suite("APNs client against the gateway: transport failures")
+struct APNsClientTransportTests {
+    @Test(
+        "connection lost mid-stream: pushes in flight end as connection errors and are not retried",
+        .timeLimit(.minutes(2))
+    )
+    func connectionLostMidStream() async throws {
+        try await GatewayHarness.with(faults: FaultInjection(responseDelay: .milliseconds(800))) { gateway in
+            // A policy that would retry 5xx: a push that may have reached APNs must still not be sent twice.
+            let policy = try RetryPolicy(maxAttempts: 3, initialDelay: .milliseconds(1))
+            let client = try gateway.makeClient(window: 10, retryPolicy: policy)
+            #expect(await client.send(GatewayHarness.push()).status == 200)
+
+            let batch = Task { await client.send((0..<5).map { _ in GatewayHarness.push() }) }
+            try await Task.sleep(for: .milliseconds(200))  // the five streams are waiting for their answers
+            try await gateway.server.shutdown()
+            let results = await batch.value
+            #expect(results.count == 5)
+            #expect(
+                results.allSatisfy { $0.localOutcome == .connectionError("") },
+                "\(results.map { $0.localOutcome?.description ?? "status \($0.status ?? 0)" })"
+            )
+            #expect(results.allSatisfy { $0.attempts == 1 })
+            // The gateway may have stored the pushes whose answers were lost (that is why they are not retried):
+            // none of them twice.
+            let stored = gateway.sink.records.map(\.apnsID)
+            #expect(stored.count <= 6)
+            #expect(Set(stored).count == stored.count, "a push was delivered twice: \(stored)")
+
+            // With the gateway gone, the next push fails at once as a connection error; it does not hang.
+            let later = await client.send(GatewayHarness.push())
+            #expect(later.localOutcome == .connectionError(""))
+            #expect(later.localOutcome?.message.contains("cannot connect") == true, "\(later)")
+        }
+    }
+
+    @Test("nothing listening: every push of a batch is a connection error, no connection is counted")
+    func nothingListening() async throws {
+        let client = try Self.client(baseURL: "https://127.0.0.1:9", caPath: nil)
+        let results = await client.send((0..<20).map { GatewayHarness.push(token: String(format: "%064x", $0 + 1)) })
+        await client.shutdown()
+        #expect(results.count == 20)
+        #expect(results.allSatisfy { $0.localOutcome == .connectionError("") && $0.attempts == 1 })
+        #expect(results.map(\.deviceToken) == (0..<20).map { String(format: "%064x", $0 + 1) })
+        #expect(client.connectionsOpened == (http2: 0, http1: 0))
+    }
+
+    @Test("a gateway whose CA is not trusted: a connection error that names the certificate, nothing delivered")
+    func untrustedCertificate() async throws {
+        try await GatewayHarness.with { gateway in
+            // The system roots do not include the gateway's fresh CA.
+            let client = try Self.client(baseURL: "https://127.0.0.1:\(gateway.port)", caPath: nil)
+            let result = await client.send(GatewayHarness.push())
+            await client.shutdown()
+            #expect(result.localOutcome == .connectionError(""))
+            #expect(result.localOutcome?.message.lowercased().contains("certificate") == true, "\(result)")
+            #expect(gateway.sink.records.isEmpty)
+        }
+    }
+
+    @Test(
+        "a cancelled send resets its stream and reports cancelled without waiting for the timeout",
+        .timeLimit(.minutes(1))
+    )
+    func cancelledSend() async throws {
+        try await GatewayHarness.with(faults: FaultInjection(silentRate: 1)) { gateway in
+            let client = try gateway.makeClient(streamTimeout: .seconds(300))
+            let send = Task { await client.send(GatewayHarness.push()) }
+            try await Task.sleep(for: .milliseconds(300))
+            send.cancel()
+            let result = await send.value
+            #expect(result.localOutcome == .cancelled)
+            #expect(result.status == nil)
+            #expect(gateway.sink.records.isEmpty)
+        }
+    }
+
+    @Test("after shutdown, queued and later pushes end as clientShutdown")
+    func shutdownWhileSending() async throws {
+        try await GatewayHarness.with(faults: FaultInjection(silentRate: 1)) { gateway in
+            let client = try gateway.makeClient(streamTimeout: .seconds(300))
+            let batch = Task { await client.send((0..<3).map { _ in GatewayHarness.push() }) }
+            try await Task.sleep(for: .milliseconds(300))
+            await client.shutdown()
+            let results = await batch.value
+            #expect(results.map(\.localOutcome) == Array(repeating: .clientShutdown, count: 3))
+            #expect(await client.send(GatewayHarness.push()).localOutcome == .clientShutdown)
+        }
+    }
+
+    static func client(baseURL: String, caPath: String?) throws -> APNsClient {
+        let configuration = try APNsClientConfiguration(
+            environment: .custom(baseURL: baseURL, trustedCAPEMPath: caPath),
+            keyID: APNsTestKeys.keyID,
+            teamID: APNsTestKeys.teamID,
+            signingKey: APNsSigningKey(privateKey: P256.Signing.PrivateKey()),
+            connectTimeout: .seconds(5),
+            retryPolicy: try RetryPolicy(maxAttempts: 3, initialDelay: .milliseconds(1))
+        )
+        return APNsClient(configuration: configuration, logger: Logger(label: "test"))
+    }
+}
