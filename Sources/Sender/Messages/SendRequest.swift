@@ -197,6 +197,8 @@ extension APNsRequest {
     /// - Throws: `.badRequest` when the line is not a JSON object with a string `body`, a string `device_token`
     ///   and an object `headers` of strings.
     public static func parse(requestLine line: String) throws(SenderError) -> APNsRequest {
+        // The lines e2ee-send prints take the one-pass scanner; anything else gets the full decoder.
+        if let request = RequestLineScanner.parse(line) { return request }
         do {
             return try JSONDecoder().decode(APNsRequest.self, from: Data(line.utf8))
         } catch {

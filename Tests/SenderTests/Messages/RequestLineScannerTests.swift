@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+
+@testable import Sender
+
+/// The request-line fast path decodes what `JSONDecoder` decodes, or declines: it may never differ.
+@Suite("Request-line scanner: the same requests as JSONDecoder, or none")
+struct RequestLineScannerTests {
+    static let requests: [APNsRequest] = [
+        APNsRequest(
+            deviceToken: String(repeating: "ab", count: 32),
+            headers: [
+                "apns-expiration": "0", "apns-id": "8E1D3A34-7B5E-4C8E-9D0F-1A2B3C4D5E6F", "apns-priority": "10",
+                "apns-push-type": "alert", "apns-topic": "com.example.app",
+            ],
+            body: #"{"aps":{"alert":{"title":"New message"},"mutable-content":1},"e2ee":"AAEC/+=="}"#
+        ),
+        APNsRequest(deviceToken: "", headers: [:], body: ""),
+        APNsRequest(
+            deviceToken: "00ff",
+            headers: ["x-odd": "tab\there \"quoted\" back\\slash /slash"],
+            body: "line\nbreak\r\u{08}\u{0C} ünïcödé 🎉 \u{2028}"
+        ),
+    ]
+
+    @Test("every line e2ee-send prints takes the fast path and decodes exactly as JSONDecoder does")
+    func canonicalLines() throws {
+        for request in Self.requests {
+            let line = request.jsonLine()
+            let fast = try #require(RequestLineScanner.parse(line), "declined: \(line)")
+            #expect(fast == request)
+            #expect(fast == (try JSONDecoder().decode(APNsRequest.self, from: Data(line.utf8))))
+            #expect(try APNsRequest.parse(requestLine: line) == request)
+        }
+    }
+
+    static let variants: [String] = [
+        #"  { "headers" : { "a" : "b" } , "device_token" : "ab" , "body" : "{}" }  "#,
+        #"{"body":"x","device_token":"ab","headers":{}}"#,
+        #"{"body":"\u0041","device_token":"ab","headers":{}}"#,  // \u: declined, the decoder takes it
+        #"{"body":"x","device_token":"ab","headers":{},"extra":1}"#,  // unknown key: declined, decoder ignores it
+        #"{"body":"x","body":"y","device_token":"ab","headers":{}}"#,
+        #"{"body":"x","device_token":"ab","headers":{"a":"1","a":"2"}}"#,
+        #"{"body":"x","device_token":"ab"}"#,
+        #"{"body":1,"device_token":"ab","headers":{}}"#,
+        #"{"body":"x","device_token":"ab","headers":{"a":1}}"#,
+        #"{"body":"x","device_token":"ab","headers":{}} trailing"#,
+        #"{"body":"x\q","device_token":"ab","headers":{}}"#,
+        "{\"body\":\"raw\ncontrol\",\"device_token\":\"ab\",\"headers\":{}}",
+        #"{"body":"unterminated,"device_token":"ab","headers":{}}"#,
+        #"{"body":"x","device_token":"ab","headers":{},}"#,
+        "",
+        "[]",
+    ]
+
+    @Test("any other line: the fast path declines or agrees with JSONDecoder", arguments: variants)
+    func variantsAgree(line: String) throws {
+        let decoded = try? JSONDecoder().decode(APNsRequest.self, from: Data(line.utf8))
+        if let fast = RequestLineScanner.parse(line) {
+            #expect(fast == decoded, "the fast path decoded what JSONDecoder decodes differently")
+        }
+        #expect((try? APNsRequest.parse(requestLine: line)) == decoded)
+    }
+
+    @Test("the whitespace variant and the empty headers are taken by the fast path")
+    func fastPathTaken() {
+        #expect(RequestLineScanner.parse(Self.variants[0])?.headers == ["a": "b"])
+        #expect(RequestLineScanner.parse(Self.variants[1])?.body == "x")
+        #expect(RequestLineScanner.parse(Self.variants[2]) == nil)
+    }
+}
