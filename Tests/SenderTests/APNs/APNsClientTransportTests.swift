@@ -85,12 +85,14 @@ struct APNsClientTransportTests {
         }
     }
 
-    @Test("after shutdown, queued and later pushes end as clientShutdown")
+    @Test("shutdown with a stream in flight: it and the queued pushes end as clientShutdown", .timeLimit(.minutes(1)))
     func shutdownWhileSending() async throws {
         try await GatewayHarness.with(faults: FaultInjection(silentRate: 1)) { gateway in
             let client = try gateway.makeClient(streamTimeout: .seconds(300))
             let batch = Task { await client.send((0..<3).map { _ in GatewayHarness.push() }) }
-            try await Task.sleep(for: .milliseconds(300))
+            // Shut down once the connection is up and the first push is on it (not while TLS is still starting).
+            while client.connectionsOpened.http2 == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            try await Task.sleep(for: .milliseconds(100))
             await client.shutdown()
             let results = await batch.value
             #expect(results.map(\.localOutcome) == Array(repeating: .clientShutdown, count: 3))

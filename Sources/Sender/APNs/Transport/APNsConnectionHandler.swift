@@ -63,7 +63,13 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
     /// Moves queued pushes onto streams, as far as the server's stream limit allows, and flushes once.
     func drainInbox() {
-        for push in self.connection.takeInbox() where push.isOpen {
+        let pushes = self.connection.takeInbox()
+        if self.goAwayLastStreamID != nil {
+            // This connection opens no more streams: the pushes go on the next one.
+            for push in pushes { push.finish(.notSent) }
+            return
+        }
+        for push in pushes where push.isOpen {
             self.pending.append(push)
         }
         self.openStreams()
