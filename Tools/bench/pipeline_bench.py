@@ -7,7 +7,7 @@
            throughput, and cold start of `e2ee-filter once` (exec to decision)
   soak     like filter, with N = 1,000,000 streamed from `e2ee-send batch` (RSS curve + peak)
 
-Usage: python3 Tools/bench/pipeline_bench.py --bin .build/release [sender|filter|soak|all] [--n N]
+Usage: python3 Tools/bench/pipeline_bench.py --bin .build/release [sender|filter|soak|all] [--n N] [--spool off|on|both]
 """
 import argparse, json, os, random, resource, shutil, signal, statistics, subprocess, sys, tempfile, threading, time, uuid
 
@@ -58,6 +58,15 @@ def count_lines(path):
     except FileNotFoundError:
         return 0
 
+def process_cpu_s(pid):
+    """User + system CPU seconds of a running process (from /proc), or 0 if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (FileNotFoundError, IndexError, ValueError):
+        return 0.0
+
 def child_cpu_s():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
@@ -106,9 +115,12 @@ def sender_bench(bin_dir, work, n, spool):
         delivery = ["--apns-url", f"https://127.0.0.1:{port}", "--apns-ca", os.path.join(work, "tls", "ca.pem"),
                     "--apns-key-file", f"{apns}/AuthKey_KEY1234567.p8", "--apns-key-id", "KEY1234567", "--apns-team-id", "TEAM123456",
                     "--window", "200"]
+        g0 = process_cpu_s(g.pid)
         elapsed, batch_cpu, out = timed(batch + ["--deliver"] + delivery, reqs, env)
+        g1 = process_cpu_s(g.pid)
         ok = sum(1 for l in out.splitlines() if json.loads(l).get("status") == 200)
         d_elapsed, d_cpu, d_out = timed([send, "deliver"] + delivery, lines_path, env)
+        g2 = process_cpu_s(g.pid)
         d_ok = sum(1 for l in d_out.splitlines() if json.loads(l).get("status") == 200)
     finally:
         g.send_signal(signal.SIGTERM); g.wait(timeout=20)
@@ -120,9 +132,9 @@ def sender_bench(bin_dir, work, n, spool):
           + f"; max/min {max(per_kind.values()) / min(per_kind.values()):.2f}x")
     print(f"sender: batch --deliver: {ok}/{n} over one HTTP/2 connection to e2ee-gateway on loopback (gateway sink: {sink}) "
           f"in {elapsed:.2f} s: {ok/elapsed:,.0f} pushes/s, client CPU {batch_cpu / n * 1e6:.0f} us/push "
-          f"(sealing + transport; the gateway shares the same 2 cores)")
+          f"(sealing + transport; the gateway shares the same 2 cores, gateway CPU {(g1 - g0) / n * 1e6:.0f} us/push)")
     print(f"sender: deliver (transport only, request lines sealed beforehand): {d_ok}/{n} in {d_elapsed:.2f} s: "
-          f"{d_ok/d_elapsed:,.0f} pushes/s, client CPU {d_cpu / n * 1e6:.0f} us/push")
+          f"{d_ok/d_elapsed:,.0f} pushes/s, client CPU {d_cpu / n * 1e6:.0f} us/push, gateway CPU {(g2 - g1) / n * 1e6:.0f} us/push")
     return {"offline_msgs_per_s": offline, "delivered": ok, "pushes_per_s": ok / elapsed}
 
 def filter_run(bin_dir, work, n, stream_from_sender=False, sample_s=0.1):
@@ -193,11 +205,16 @@ def main():
     ap.add_argument("what", nargs="?", default="all", choices=["sender", "filter", "soak", "all"])
     ap.add_argument("--n", type=int, default=None)
     ap.add_argument("--curve-out", default=None, help="write the RSS curve (seconds, decided, rss_kb) as CSV")
+    ap.add_argument("--spool", default="both", choices=["off", "on", "both"],
+                    help="sender: the gateway's sink: stdout (off), an fsync'd spool (on), or one run of each (both)")
     a = ap.parse_args()
     bin_dir = os.path.abspath(a.bin)
     if a.what in ("sender", "all"):
-        with tempfile.TemporaryDirectory() as w: sender_bench(bin_dir, w, a.n or 5000, spool=False)
-        with tempfile.TemporaryDirectory() as w: sender_bench(bin_dir, w, a.n or 5000, spool=True)
+        print(f"sender: load average before the run: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
+        if a.spool in ("off", "both"):
+            with tempfile.TemporaryDirectory() as w: sender_bench(bin_dir, w, a.n or 5000, spool=False)
+        if a.spool in ("on", "both"):
+            with tempfile.TemporaryDirectory() as w: sender_bench(bin_dir, w, a.n or 5000, spool=True)
     if a.what in ("filter", "all"):
         with tempfile.TemporaryDirectory() as w:
             r = filter_run(bin_dir, w, a.n or 100_000)
