@@ -19,7 +19,7 @@ import Darwin
 /// Each iteration is bounded by a generous deadline that fails the test instead of hanging the process.
 @Suite("APNs client: shutdown while the connection is still opening")
 struct APNsClientShutdownStressTests {
-    static let iterations = 200
+    static let iterations = 100
     static let deadline: Duration = .seconds(60)
 
     @Test("a gateway that accepts TCP and never answers TLS: shutdown during the handshake", .timeLimit(.minutes(5)))

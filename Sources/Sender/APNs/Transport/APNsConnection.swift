@@ -73,21 +73,29 @@ final class APNsConnection: Sendable {
     /// inbox, so a cancel that arrives first finds nothing; the sender checks for cancellation again after
     /// submitting.
     func cancel(_ push: APNsPendingPush) {
-        let handler: NIOLoopBound<APNsConnectionHandler>? = self.inbox.withLockedValue { inbox in
-            guard inbox.handler == nil else { return inbox.handler }
-            if let index = inbox.items.firstIndex(where: { $0 === push }) {
-                inbox.items.remove(at: index)
-                self.eventLoop.execute { push.finish(.cancelled) }
-            }
-            return nil
+        enum Action {
+            case none
+            case forward(NIOLoopBound<APNsConnectionHandler>)
+            case finish
         }
-        if let handler {
+        let action: Action = self.inbox.withLockedValue { inbox in
+            if let handler = inbox.handler { return .forward(handler) }
+            guard let index = inbox.items.firstIndex(where: { $0 === push }) else { return .none }
+            inbox.items.remove(at: index)
+            return .finish
+        }
+        switch action {
+        case .none:
+            break
+        case .forward(let handler):
             self.eventLoop.execute { handler.value.cancel(push) }
+        case .finish:
+            self.eventLoop.execute { push.finish(.cancelled) }
         }
     }
 
-    /// Ends a connection that could not be established: everything queued, and every later push, gets
-    /// ``APNsStreamOutcome/connectFailed(_:)`` with `reason`.
+    /// Ends a connection that could not be established (or was closed before it became active): everything queued,
+    /// and every later push, gets ``APNsStreamOutcome/connectFailed(_:)`` with `reason`.
     func connectFailed(_ reason: String) {
         self.eventLoop.execute {
             if let handler = self.inbox.withLockedValue({ $0.handler }) {
@@ -100,13 +108,17 @@ final class APNsConnection: Sendable {
 
     // MARK: Called by the handler, on the event loop.
 
-    /// Attaches the handler that owns the connection; it drains what was queued meanwhile.
-    func attach(_ handler: APNsConnectionHandler) {
+    /// Attaches the handler that owns the connection, when its channel becomes active; it drains what was queued
+    /// meanwhile once TLS is up. Returns `false` if another handler is attached already or the inbox is closed
+    /// (the caller then owns nothing here and closes its channel).
+    func attach(_ handler: APNsConnectionHandler) -> Bool {
         self.eventLoop.preconditionInEventLoop()
         let bound = NIOLoopBound(handler, eventLoop: self.eventLoop)
-        self.inbox.withLockedValue { inbox in
+        return self.inbox.withLockedValue { inbox in
+            guard inbox.handler == nil, inbox.closedOutcome == nil else { return false }
             inbox.handler = bound
             inbox.drainScheduled = true
+            return true
         }
     }
 

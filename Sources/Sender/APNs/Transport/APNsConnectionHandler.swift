@@ -41,6 +41,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private var goAwayLastStreamID: HTTP2StreamID?
     private var closeReason: String?
     private var tornDown = false
+    /// This handler owns the connection's inbox (its channel is the one that became active).
+    private var attached = false
     private var inRead = false
     private var needsFlush = false
     private var opening = false
@@ -107,14 +109,26 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        self.connection.attach(self)
     }
 
+    /// The channel is going away. Normally `channelInactive` has torn the connection down already; but a channel
+    /// closed before it became active (the connect attempt lost a race with `shutdown()`, or was closed from the
+    /// connect promise's callback, where NIO fires no `channelInactive`) ends here, and what it holds must still
+    /// get an outcome.
     func handlerRemoved(context: ChannelHandlerContext) {
+        self.teardown()
         self.context = nil
     }
 
     func channelActive(context: ChannelHandlerContext) {
+        // Only the channel that becomes active owns the connection's inbox: with several addresses, the connect
+        // attempts that lose are closed before they become active.
+        guard self.connection.attach(self) else {
+            context.fireChannelActive()
+            context.close(promise: nil)
+            return
+        }
+        self.attached = true
         let timeout = self.connectTimeout
         self.handshakeTimer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
             guard !self.established else { return }
@@ -374,6 +388,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         self.streamTimer = nil
         self.handshakeTimer?.cancel()
         self.handshakeTimer = nil
+        // A handler that never owned the inbox holds no pushes; the connect failure reaches the inbox instead.
+        guard self.attached else { return }
         let reason = self.closeReason ?? "the connection closed"
         let unsent: APNsStreamOutcome = self.established ? .notSent : .connectFailed(reason)
         for push in self.connection.closeInbox(with: unsent) { push.finish(unsent) }

@@ -42,7 +42,8 @@ final class APNsConnectionPool: Sendable {
 
     private struct State {
         var current: APNsConnection?
-        var channels: [Int: any Channel] = [:]
+        /// Every channel from its creation (before its connect completes) until it closes.
+        var channels: [ObjectIdentifier: any Channel] = [:]
         var nextID = 1
         var isShutDown = false
     }
@@ -86,16 +87,34 @@ final class APNsConnectionPool: Sendable {
         return connection
     }
 
-    /// Closes every connection; pushes in flight end as failed, queued ones as not sent.
+    /// Closes every connection, including ones still connecting or in their TLS handshake; pushes in flight end as
+    /// failed, queued ones as not sent (or connect-failed, for a connection that never came up).
     func shutdown() async {
         let channels: [any Channel] = self.state.withLockedValue { state in
             state.isShutDown = true
             state.current?.retire()
             return Array(state.channels.values)
         }
-        for channel in channels {
-            try? await channel.close()
+        let closes = channels.map { $0.close() }
+        for close in closes {
+            try? await close.get()
         }
+    }
+
+    /// Records a new channel so that ``shutdown()`` closes it; `false` once the pool is shut down.
+    private func register(_ channel: any Channel) -> Bool {
+        let key = ObjectIdentifier(channel)
+        let registered = self.state.withLockedValue { state in
+            guard !state.isShutDown else { return false }
+            state.channels[key] = channel
+            return true
+        }
+        if registered {
+            channel.closeFuture.whenComplete { _ in
+                self.state.withLockedValue { _ = $0.channels.removeValue(forKey: key) }
+            }
+        }
+        return registered
     }
 
     private func connect(_ connection: APNsConnection) {
@@ -113,8 +132,11 @@ final class APNsConnectionPool: Sendable {
         ClientBootstrap(group: connection.eventLoop)
             .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
+            .channelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
+                    // A channel created after shutdown() began is not connected at all; one created before is
+                    // closed by it, whatever state its connect or handshake is in.
+                    guard self.register(channel) else { throw ChannelError.ioOnClosedChannel }
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: target.serverHostname))
                     try sync.addHandler(
@@ -138,22 +160,21 @@ final class APNsConnectionPool: Sendable {
             .whenComplete { [self] result in
                 switch result {
                 case .success(let channel):
-                    let keep = self.state.withLockedValue { state in
-                        guard !state.isShutDown else { return false }
-                        state.channels[connection.id] = channel
-                        return true
-                    }
-                    guard keep else {
-                        channel.close(promise: nil)
-                        return
-                    }
-                    channel.closeFuture.whenComplete { _ in
-                        self.state.withLockedValue { _ = $0.channels.removeValue(forKey: connection.id) }
-                    }
+                    let isShutDown = self.state.withLockedValue { $0.isShutDown }
+                    guard isShutDown else { return }
+                    // shutdown() closes this channel too; closing it here, inside the connect promise's callback,
+                    // happens before it is active, so NIO fires no channelInactive: end the queued pushes explicitly.
+                    channel.close(promise: nil)
+                    connection.connectFailed("the client was shut down while connecting")
                 case .failure(let error):
+                    let isShutDown = self.state.withLockedValue { $0.isShutDown }
                     let reason =
-                        "cannot connect to \(target.host):\(target.port): \(APNsConnectionHandler.describe(error))"
-                    logger.warning("APNs connection failed", metadata: ["apns.connection": "\(connection.id)"])
+                        isShutDown
+                        ? "the client was shut down while connecting"
+                        : "cannot connect to \(target.host):\(target.port): \(APNsConnectionHandler.describe(error))"
+                    if !isShutDown {
+                        logger.warning("APNs connection failed", metadata: ["apns.connection": "\(connection.id)"])
+                    }
                     connection.connectFailed(reason)
                 }
             }
