@@ -22,30 +22,33 @@ public enum ProjectVectors: Sendable {
         public let recipient: Identity
         public let sender: Identity
         public let stranger: Identity
-        public var contacts: ContactBook { ContactBook([self.sender.card()]) }
+        public var contacts: ContactBook { ContactBook([ProjectVectors.deviceList(of: self.sender)]) }
     }
 
     public static func keys() -> Keys {
         func identity(_ name: String, display: String, rotated: Bool) -> Identity {
-            var keys: [(key: X25519PrivateKey, createdAtMs: UInt64, retiredAtMs: UInt64?)] = []
+            var keys: [(key: X25519PrivateKey, createdAtMs: UInt64, retiredAtMs: UInt64?, expiresAtMs: UInt64?)] = []
             if rotated {
                 keys.append(
                     (
                         try! X25519PrivateKey(secret: SecureBytes(copying: seed("\(name)/device-key-old"))),
-                        baseTimeMs - 86_400_000, baseTimeMs - 3_600_000
+                        baseTimeMs - 86_400_000, baseTimeMs - 3_600_000,
+                        baseTimeMs - 3_600_000 + Identity.defaultGracePeriodMs
                     )
                 )
             }
             keys.append(
                 (
                     try! X25519PrivateKey(secret: SecureBytes(copying: seed("\(name)/device-key"))),
-                    baseTimeMs - 3_600_000, nil
+                    baseTimeMs - 3_600_000, nil, nil
                 )
             )
             return try! Identity(
                 userID: name,
                 displayName: display,
+                deviceID: "phone",
                 signingKey: SigningPrivateKey(seed: SecureBytes(copying: seed("\(name)/signing-key"))),
+                userSigningKey: SigningPrivateKey(seed: SecureBytes(copying: seed("\(name)/user-key"))),
                 deviceKeys: keys
             )
         }
@@ -53,6 +56,18 @@ public enum ProjectVectors: Sendable {
             recipient: identity("bob", display: "Bob", rotated: true),
             sender: identity("alice", display: "Alice Example", rotated: false),
             stranger: identity("mallory", display: "Mallory", rotated: false)
+        )
+    }
+
+    /// The one-device list of a vector identity (version 1, signed in and issued at ``baseTimeMs`` - 1 h).
+    public static func deviceList(of identity: Identity) -> DeviceList {
+        try! DeviceList.signedForVectors(
+            userID: identity.userID,
+            displayName: identity.displayName,
+            userKey: identity.userSigningKey!,
+            listVersion: 1,
+            issuedAtMs: baseTimeMs - 3_600_000,
+            devices: [(identity, baseTimeMs - 3_600_000, nil)]
         )
     }
 

@@ -22,9 +22,9 @@ struct Keygen: AsyncParsableCommand {
             if !self.force && FileManager.default.fileExists(atPath: identityPath) {
                 throw SenderError(.usage, "\(identityPath) exists; pass --force to replace it (the old keys are lost)")
             }
-            var push: ContactCard.Push? = nil
+            var push: DeviceList.Push? = nil
             if let token = self.deviceToken {
-                push = ContactCard.Push(
+                push = DeviceList.Push(
                     deviceToken: try PushBuilder.validateDeviceToken(token),
                     topic: self.topic.value
                 )
@@ -38,7 +38,10 @@ struct Keygen: AsyncParsableCommand {
             )
             try identity.save(path: identityPath, passphrase: passphrase)
             let cardPath = self.outDir + "/" + self.userID + ".card.json"
-            try SecretFile.writePublic(path: cardPath, bytes: identity.card(push: push).jsonData())
+            try SecretFile.writePublic(
+                path: cardPath,
+                bytes: DeviceList.create(for: identity, push: push, nowMs: PushBuilder.systemNowMs()).jsonData()
+            )
             note("wrote \(identityPath) (secret, mode 0600) and \(cardPath) (public)")
             try printLine(cardPath)
         }
@@ -62,14 +65,16 @@ struct Card: AsyncParsableCommand {
     func run() async throws {
         try await runCLI {
             let id = try self.identity.load()
-            var push: ContactCard.Push? = nil
+            var push: DeviceList.Push? = nil
             if let token = self.deviceToken {
-                push = ContactCard.Push(
+                push = DeviceList.Push(
                     deviceToken: try PushBuilder.validateDeviceToken(token),
                     topic: self.topic.value
                 )
             }
-            try StandardOutput.write(id.card(push: push).jsonData())
+            try StandardOutput.write(
+                DeviceList.create(for: id, push: push, nowMs: PushBuilder.systemNowMs()).jsonData()
+            )
         }
     }
 }
@@ -99,10 +104,12 @@ struct Rotate: AsyncParsableCommand {
             let old = id.currentDeviceKey.keyID
             let new = id.rotate(nowMs: PushBuilder.systemNowMs(), gracePeriodMs: UInt64(self.graceHours) * 3_600_000)
             try id.save(path: identityPath, passphrase: try self.identity.passphrase())
-            let card = id.card(push: previous?.push)
+            let now = PushBuilder.systemNowMs()
+            let card =
+                try previous?.updatingKeys(of: id, nowMs: now) ?? DeviceList.create(for: id, push: nil, nowMs: now)
             if let out = self.cardOut { try SecretFile.writePublic(path: out, bytes: card.jsonData()) }
             note("rotated device key \(old) -> \(new.keyID); the old key opens pushes for \(self.graceHours) h")
-            if previous?.push == nil {
+            if previous?.devices.contains(where: { $0.push != nil }) != true {
                 note("e2ee-send: warning: no current card with a push address was found; the new card has none")
             }
             try StandardOutput.write(card.jsonData())
@@ -112,10 +119,10 @@ struct Rotate: AsyncParsableCommand {
     /// The card whose public fields the rotated card keeps: `--card`, else `--card-out` if it exists, else the card
     /// keygen wrote next to the identity. A named `--card` that cannot be read is an error; a default that does not
     /// exist is not.
-    func currentCard(identityPath: String, userID: String) throws(SenderError) -> ContactCard? {
+    func currentCard(identityPath: String, userID: String) throws(SenderError) -> DeviceList? {
         if let path = self.card {
             do {
-                return try ContactCard.load(path: path)
+                return try DeviceList.load(path: path)
             } catch {
                 throw SenderError(.unreadableCard, "cannot read --card \(path): \(error.message)")
             }
@@ -124,7 +131,7 @@ struct Rotate: AsyncParsableCommand {
         let sibling = (folder.isEmpty ? "." : folder) + "/" + userID + ".card.json"
         for path in [self.cardOut, sibling].compactMap({ $0 }) where FileManager.default.fileExists(atPath: path) {
             do {
-                return try ContactCard.load(path: path)
+                return try DeviceList.load(path: path)
             } catch {
                 throw SenderError(.unreadableCard, "cannot read the current card \(path): \(error.message)")
             }

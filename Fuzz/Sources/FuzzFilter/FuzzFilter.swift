@@ -48,7 +48,7 @@ let engine: FilterEngine = {
     )
     return try! FilterEngine(
         store: store,
-        accounts: [FilterAccount(identity: bob, contacts: ContactBook([alice.card()]))],
+        accounts: [FilterAccount(identity: bob, contacts: ContactBook([try alice.card()]))],
         reporter: reporter,
         now: { 1_790_000_001_000 },
         logger: logger

@@ -119,14 +119,14 @@ public enum FilterApp: Sendable {
                 let identity = try Identity.load(path: options.identity, passphrase: passphrase)
                 return FilterAccount(name: options.name, identity: identity, contacts: contacts)
             }
-            let card = try options.card.map { try ContactCard.load(path: $0) }
+            let card = try options.card.map { try DeviceList.load(path: $0) }
             let fileName = options.identity.split(separator: "/").last.map(String.init) ?? options.identity
             let name =
                 options.name ?? card?.userID
                 ?? (fileName.hasSuffix(".identity") ? String(fileName.dropLast(9)) : fileName)
             return FilterAccount(
                 lockedName: name,
-                deviceKeyIDs: Set(card?.deviceKeys.map(\.keyID) ?? []),
+                deviceKeyIDs: Set(card?.devices.flatMap { $0.deviceKeys.map(\.keyID) } ?? []),
                 contacts: contacts
             )
         }
@@ -155,7 +155,7 @@ public enum FilterApp: Sendable {
         for name in names.sorted() where name.hasSuffix(".card.json") {
             let path = folder + "/" + name
             do {
-                book.add(try ContactCard.load(path: path))
+                book.add(try DeviceList.load(path: path))
             } catch {
                 // The message names the file and the problem; E2EEError messages never hold key material.
                 logger.error(

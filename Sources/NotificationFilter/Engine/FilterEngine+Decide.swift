@@ -51,15 +51,14 @@ extension FilterEngine {
                 return .failed(code: E2EEError.Code.unknownRecipientKey.rawValue, account: nil)
             }
             let account = context.accounts[index]
-            let grace = UInt64(max(0, context.gracePeriodMs))
             do {
                 let opened = try PushPayload.open(
                     envelope,
-                    deviceKey: { identity.deviceKey(for: $0, nowMs: UInt64(max(0, nowMs)), gracePeriodMs: grace) },
+                    deviceKey: { identity.deviceKey(for: $0, nowMs: UInt64(max(0, nowMs))) },
                     signingKey: { account.contacts.signingKey(userID: $0, keyID: $1) }
                 )
                 let name =
-                    account.contacts.cards[opened.message.senderUserID]?.displayName ?? opened.message.senderUserID
+                    account.contacts.lists[opened.message.senderUserID]?.displayName ?? opened.message.senderUserID
                 return .opened(account: account.name, message: opened.message, senderName: name)
             } catch {
                 return .failed(code: error.code.rawValue, account: account.name)

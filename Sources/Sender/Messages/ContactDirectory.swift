@@ -8,7 +8,7 @@ public struct ContactDirectory: Sendable {
     public init(folder: String?) { self.folder = folder }
 
     /// The card for `to`. - Throws: `.unknownRecipient` (no such card) or `.unreadableCard` (invalid card).
-    public func card(for to: String) throws(SenderError) -> ContactCard {
+    public func card(for to: String) throws(SenderError) -> DeviceList {
         let path: String
         if to.hasSuffix(".json") {
             path = to
@@ -25,7 +25,7 @@ public struct ContactDirectory: Sendable {
             path = folder + "/" + to + ".card.json"
         }
         do {
-            return try ContactCard.load(path: path)
+            return try DeviceList.load(path: path)
         } catch {
             if error.message.contains("cannot read") {
                 throw SenderError(.unknownRecipient, "no contact card for \"\(to)\" (looked for \(path))")

@@ -87,28 +87,35 @@ public struct PushBuilder: Sendable {
     ///   `.tooLarge` (saying what is too large for that kind) or `.usage` (a field out of range).
     public func build(
         _ content: MessageContent,
-        to card: ContactCard,
+        to card: DeviceList,
+        device deviceID: String? = nil,
         deviceToken: String? = nil,
         messageID: MessageID = .random(),
         sentAtMs: UInt64? = nil,
         topic: String? = nil
     ) throws(SenderError) -> BuiltPush {
-        guard let token = deviceToken ?? card.push?.deviceToken else {
+        guard
+            let device = deviceID.map({ card.device(named: $0) })
+                ?? card.devices.first(where: {
+                    card.userID != self.identity.userID || $0.signingKey != self.identity.signingKey.publicKey
+                })
+        else {
+            throw SenderError(.unknownRecipient, "\(card.userID) has no such device")
+        }
+        guard let token = deviceToken ?? device.push?.deviceToken else {
             throw SenderError(
                 .unknownRecipient,
                 "no device token for \(card.userID): pass --device-token or use a card with \"push\".\"device_token\""
             )
         }
         let validToken = try Self.validateDeviceToken(token)
-        guard let topic = topic ?? self.topic ?? card.push?.topic, !topic.isEmpty else {
+        guard let topic = topic ?? self.topic ?? device.push?.topic, !topic.isEmpty else {
             throw SenderError(
                 .unknownRecipient,
                 "no APNs topic for \(card.userID): pass --topic BUNDLE_ID or use a card with \"push\".\"topic\""
             )
         }
-        guard let key = card.currentDeviceKey else {
-            throw SenderError(.unknownRecipient, "the card of \(card.userID) has no current device key")
-        }
+        let key = device.currentKey
         let message = InnerMessage(
             messageID: messageID,
             sentAtMs: sentAtMs ?? self.nowMs(),

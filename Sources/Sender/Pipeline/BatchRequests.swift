@@ -6,7 +6,7 @@ import E2EECore
 public struct BatchRequests: Sendable {
     public let builder: PushBuilder
     public let directory: ContactDirectory
-    private var cards: [String: ContactCard] = [:]
+    private var cards: [String: DeviceList] = [:]
 
     public init(builder: PushBuilder, directory: ContactDirectory) {
         self.builder = builder

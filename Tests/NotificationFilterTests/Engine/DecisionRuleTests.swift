@@ -330,7 +330,9 @@ struct DecisionRuleTests {
     func severalAccounts() async throws {
         let carol = try Identity.generate(userID: "carol", displayName: "Carol", nowMs: 1)
         let alice = try Identity.generate(userID: "alice", displayName: "Alice", nowMs: 1)
-        let h = try EngineHarness(extraAccounts: [FilterAccount(identity: carol, contacts: ContactBook([alice.card()]))]
+        let h = try EngineHarness(extraAccounts: [
+            FilterAccount(identity: carol, contacts: ContactBook([try alice.card()]))
+        ]
         )
         let callID = UUID()
         let message = InnerMessage(

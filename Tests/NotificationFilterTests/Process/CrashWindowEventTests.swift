@@ -64,7 +64,7 @@ struct CrashWindowEventTests {
             let reporter = CallKitReporter(configuration: .init(), sink: outbox, now: now, logger: logger)
             let engine = try FilterEngine(
                 store: store,
-                accounts: [FilterAccount(identity: fixture.bob, contacts: ContactBook([fixture.alice.card()]))],
+                accounts: [FilterAccount(identity: fixture.bob, contacts: ContactBook([try fixture.alice.card()]))],
                 reporter: DiesBeforeEnd(inner: reporter),
                 now: now,
                 logger: logger
@@ -142,7 +142,7 @@ struct CrashWindowEventTests {
             let reporter = CallKitReporter(configuration: .init(), sink: outbox, now: now, logger: logger)
             let engine = try FilterEngine(
                 store: store,
-                accounts: [FilterAccount(identity: fixture.bob, contacts: ContactBook([fixture.alice.card()]))],
+                accounts: [FilterAccount(identity: fixture.bob, contacts: ContactBook([try fixture.alice.card()]))],
                 reporter: DiesAfterCommit(inner: reporter),
                 now: now,
                 logger: logger

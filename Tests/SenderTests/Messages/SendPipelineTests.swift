@@ -27,7 +27,7 @@ struct SendPipelineTests {
         let bob = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: 1)
         let folder = NSTemporaryDirectory() + "pipeline-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let card = bob.card(push: .init(deviceToken: GatewayHarness.deviceToken, topic: GatewayHarness.topic))
+        let card = try bob.card(push: .init(deviceToken: GatewayHarness.deviceToken, topic: GatewayHarness.topic))
         try Data(card.jsonData()).write(to: URL(fileURLWithPath: folder + "/bob.card.json"))
         return BatchRequests(builder: PushBuilder(identity: alice), directory: ContactDirectory(folder: folder))
     }

@@ -15,7 +15,7 @@ struct UniformityTests {
     func thousandMixedPushes() async throws {
         let alice = try Identity.generate(userID: "alice", displayName: "Alice Example", nowMs: 1)
         let bob = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: 1)
-        let card = bob.card(push: .init(deviceToken: GatewayHarness.deviceToken, topic: GatewayHarness.topic))
+        let card = try bob.card(push: .init(deviceToken: GatewayHarness.deviceToken, topic: GatewayHarness.topic))
         let builder = PushBuilder(identity: alice, topic: GatewayHarness.topic)
         var rng = SystemRandomNumberGenerator()
         var kinds: [String] = []
@@ -104,7 +104,7 @@ struct UniformityTests {
     func largeTexts() throws {
         let alice = try Identity.generate(userID: "alice", displayName: "Alice", nowMs: 1)
         let bob = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: 1)
-        let card = bob.card(push: .init(deviceToken: GatewayHarness.deviceToken, topic: "t"))
+        let card = try bob.card(push: .init(deviceToken: GatewayHarness.deviceToken, topic: "t"))
         let builder = PushBuilder(identity: alice, topic: "t")
         let large = try builder.build(
             .text(TextMessage(threadID: "", title: "", body: String(repeating: "x", count: 2000))),
@@ -130,7 +130,7 @@ struct UniformityTests {
         #expect(throws: SenderError(.badDeviceToken, "")) {
             try PushBuilder(identity: alice, topic: "t").build(
                 .text(TextMessage(threadID: "", title: "", body: "x")),
-                to: bob.card(),
+                to: try bob.card(),
                 deviceToken: token
             )
         }
