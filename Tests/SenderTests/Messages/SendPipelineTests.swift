@@ -29,7 +29,10 @@ struct SendPipelineTests {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let card = try bob.card(push: .init(deviceToken: GatewayHarness.deviceToken, topic: GatewayHarness.topic))
         try Data(card.jsonData()).write(to: URL(fileURLWithPath: folder + "/bob.card.json"))
-        return BatchRequests(builder: PushBuilder(identity: alice), directory: ContactDirectory(folder: folder))
+        return BatchRequests(
+            builder: PushBuilder(identity: alice),
+            trust: try ContactTrust(directory: ContactDirectory(folder: folder), pinsPath: nil)
+        )
     }
 
     static func texts(_ count: Int) -> [String] {
