@@ -218,7 +218,7 @@ struct Rotate: AsyncParsableCommand {
                     throw SenderError(.cannotCreate, "cannot write \(out): \(error.message)")
                 }
                 try rotation.identity.save(path: identityPath, passphrase: try self.identity.passphrase())
-                note("\(rotation.message); wrote the request \(out)")
+                note("\(rotation.message); the request is \(out)")
                 try StandardOutput.write(request.jsonData())
             }
         }

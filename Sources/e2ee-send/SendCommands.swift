@@ -94,7 +94,9 @@ func parseMessageID(_ value: String) throws -> MessageID {
 }
 
 struct Call: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Send a call invite (the recipient's device rings).")
+    static let configuration = CommandConfiguration(
+        abstract: "Send a call invite (each of the recipient's devices rings)."
+    )
     @OptionGroup var options: SendOptions
     @Option(name: .long, help: "The call id (UUID); default: a new one.") var callID: UUID?
     @Flag(name: .long, help: "A video call.") var video = false
@@ -140,7 +142,7 @@ struct Call: AsyncParsableCommand {
 }
 
 struct Cancel: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Cancel a call (the recipient's device stops ringing).")
+    static let configuration = CommandConfiguration(abstract: "Cancel a call (the recipient's devices stop ringing).")
     @OptionGroup var options: SendOptions
     @Option(name: .long, help: "The call id (UUID) of the invite.") var callID: UUID
     @Option(name: .long, help: "Why the call ends.") var reason: CallCancelReason = .remoteEnded

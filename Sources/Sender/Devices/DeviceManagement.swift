@@ -132,7 +132,7 @@ public enum DeviceManagement: Sendable {
             }
             rotation.message +=
                 "; this device does not hold the user key: sign the new keys in on the managing device with "
-                + "`e2ee-send device add --request <the request file>` and publish the list it writes"
+                + "`e2ee-send device add --request` and publish the list it writes"
         }
         return rotation
     }
