@@ -102,6 +102,34 @@ struct DeviceCLITests {
         #expect(selfRemove.stderr.contains("a device cannot remove itself"))
     }
 
+    @Test("--deliver with two devices: one result line per device, in list order, exit code of the first failure")
+    func deliverPerDevice() throws {
+        let dir = try Self.setUp()
+        let gateway = try CLI.binary().replacingOccurrences(of: "/e2ee-send", with: "/e2ee-gateway")
+        let made = Process()
+        made.executableURL = URL(fileURLWithPath: gateway)
+        made.arguments = ["provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", dir]
+        made.standardOutput = FileHandle.nullDevice
+        made.standardError = FileHandle.nullDevice
+        try made.run()
+        made.waitUntilExit()
+        try #require(made.terminationStatus == 0)
+        // Nothing listens on port 9 of loopback: both pushes fail for now (75), each with its own line.
+        let r = try Self.text(
+            dir,
+            [
+                "--deliver", "--apns-url", "https://127.0.0.1:9", "--apns-key-file", "\(dir)/AuthKey_KEY1234567.p8",
+                "--apns-key-id", "KEY1234567", "--apns-team-id", "TEAM123456", "--timeout", "5",
+            ]
+        )
+        #expect(r.status == 75, "\(r.stderr)")
+        let lines = try Self.lines(r)
+        #expect(lines.map { $0["device"] as? String } == ["phone", "tablet"])
+        #expect(lines.map { $0["device_token"] as? String } == [Self.phoneToken, Self.tabletToken])
+        #expect(lines.allSatisfy { $0["ok"] as? Bool == false && $0["line"] as? Int == 1 })
+        #expect(Set(lines.compactMap { $0["message_id"] as? String }).count == 1)
+    }
+
     @Test("refusals exit 76 and say what to do: rollback, injected device, changed key until contact accept")
     func refusals() throws {
         let dir = try Self.setUp()
