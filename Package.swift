@@ -210,6 +210,7 @@ let package = Package(
             dependencies: [
                 "NotificationFilter",
                 "E2EECore",
+                "Sender",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

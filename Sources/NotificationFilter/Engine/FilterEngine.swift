@@ -133,6 +133,14 @@ public actor FilterEngine {
         return try await self.decideNow(inputs, spool: spool, deduplicateBySeq: deduplicateBySeq, nowMs: nowMs)
     }
 
+    /// Records that the spool was read through `offset` (input `lastSeq`) without deciding anything: lines for
+    /// other devices (``FilterDaemonConfiguration/deviceToken``).
+    public func skip(spool: (path: String, offset: Int64), lastSeq: Int64) throws {
+        try self.store.transaction { tx in
+            try tx.setSpoolProgress(path: spool.path, SpoolProgress(byteOffset: spool.offset, lastSeq: lastSeq))
+        }
+    }
+
     /// Decides a batch now (not locked, nothing kept waiting, or the kept payloads themselves).
     private func decideNow(
         _ inputs: [PayloadInput],
@@ -212,8 +220,7 @@ public actor FilterEngine {
         emit: (@Sendable ([String]) throws -> Void)? = nil
     ) async throws -> [FilterDecision] {
         guard let index = self.accounts.firstIndex(where: { $0.name == name }) else { return [] }
-        self.accounts[index].identity = identity
-        self.accounts[index].deviceKeyIDs = Set(identity.deviceKeys.map(\.keyID))
+        self.accounts[index].unlock(with: identity)
         self.accountByKeyID = Self.index(self.accounts)
         guard !self.isLocked else { return [] }
         self.lockedNoticeShown = false
@@ -284,8 +291,11 @@ public actor FilterEngine {
     /// After a restart: gives the reporter back the calls that were ringing (without a second ring) and expires
     /// those whose window passed while the process was down.
     public func recoverAfterRestart() async throws {
-        let (rings, unfinished, refused) = try self.store.transaction { tx in
-            (try tx.rings(dueBy: Int64.max), try tx.callsEndedWithoutEndEvent(), try tx.refusedCallsWithoutEvent())
+        let (rings, unfinished, refused, answered) = try self.store.transaction { tx in
+            (
+                try tx.rings(dueBy: Int64.max), try tx.callsEndedWithoutEndEvent(), try tx.refusedCallsWithoutEvent(),
+                try tx.callActions(answeredOnly: true)
+            )
         }
         let nowMs = self.now()
         // Refused invites whose `missed` event was lost in a crash: record it now (the decision was committed).
@@ -322,7 +332,15 @@ public actor FilterEngine {
                     ringDeadlineMs: nowMs + 1000
                 )
             )
+            if let action = answered.first(where: { $0.account == call.account && $0.handoff.callID == uuid }) {
+                // Answered before it ended: it ends as `ended`, never `missed`.
+                await self.reporter.apply(.answer, action.handoff)
+            }
             await self.reporter.endCall(account: call.account, callID: uuid, cause: cause, atMs: nowMs)
+        }
+        // Calls answered and still active: back in the provider as active (a later cancel ends them as `ended`).
+        for action in answered where action.callState == .active {
+            await self.reporter.apply(.answer, action.handoff)
         }
         for ring in rings where ring.deadlineMs > nowMs {
             await self.reporter.restoreRinging(
@@ -337,6 +355,7 @@ public actor FilterEngine {
             )
         }
         try await self.expireRinging()
+        try await self.applyCallActions()
     }
 
     private struct RingingLine: Decodable {
@@ -373,6 +392,7 @@ public actor FilterEngine {
             counts.replay = try tx.pruneReplay(olderThanMs: nowMs - policy.replayRetentionMs)
             counts.finishedCalls = try tx.pruneFinishedCalls(olderThanMs: nowMs - policy.replayRetentionMs)
             counts.earlyCancels = try tx.pruneEarlyCancels(olderThanMs: nowMs - policy.earlyCancelRetentionMs)
+            try tx.pruneCallActions()
             if let seq { counts.decisions = try tx.pruneDecisionLog(throughSeq: seq) }
             counts.events = try tx.pruneEventOutbox()
             return counts
@@ -394,9 +414,19 @@ public actor FilterEngine {
         case handOff(FilterDecision.Handoff)
         case end(account: String, callID: UUID, cause: CallEndCause, atMs: Int64)
         case refused(FilterDecision.Handoff, IncomingCallError.Code, atMs: Int64)
+        case remoteDeclined(account: String, callID: UUID, byUser: String, byDevice: String?, atMs: Int64)
     }
 
     private func perform(_ actions: [PostCommit]) async {
+        // An answer or decline committed by `e2ee-filter answer|decline` before this batch reaches the provider
+        // first: a remoteEnded cancel of an answered call then ends it as `ended`, not `missed`.
+        if !actions.isEmpty {
+            do {
+                try await self.applyCallActions()
+            } catch {
+                self.logger.error("answer/decline actions could not be read", metadata: ["error": "\(error)"])
+            }
+        }
         for action in actions {
             switch action {
             case .handOff(let handoff): await self.reporter.handOff(handoff)
@@ -404,6 +434,14 @@ public actor FilterEngine {
                 await self.reporter.endCall(account: account, callID: callID, cause: cause, atMs: atMs)
             case .refused(let handoff, let refusal, let atMs):
                 await self.reporter.reportRefused(handoff, refusal: refusal, atMs: atMs)
+            case .remoteDeclined(let account, let callID, let byUser, let byDevice, let atMs):
+                await self.reporter.reportRemoteDeclined(
+                    account: account,
+                    callID: callID,
+                    byUser: byUser,
+                    byDevice: byDevice,
+                    atMs: atMs
+                )
             }
         }
     }

@@ -14,8 +14,6 @@ public struct FilterPolicy: Sendable, Hashable {
     /// How long message ids are remembered for replay detection. A message sent longer ago than this cannot be
     /// checked and gets `fallback` with reason `stale`. Default 48 h (APNs stores nothing: expiration 0).
     public var replayRetentionMs: Int64 = 48 * 3_600_000
-    /// How long after rotation an older device key still opens pushes. Default 7 days.
-    public var keyGracePeriodMs: Int64 = 7 * 24 * 3_600_000
     /// The longest ring window an invite can ask for (PROTOCOL.md: `ring_timeout_s` is at most 3600).
     public static let maximumRingTimeoutMs: Int64 = 3_600_000
 

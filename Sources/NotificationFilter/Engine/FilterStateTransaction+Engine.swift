@@ -27,6 +27,11 @@ extension FilterStateTransaction {
             call_id TEXT NOT NULL, line TEXT NOT NULL, UNIQUE (event, account, call_id));
         CREATE TABLE IF NOT EXISTS event_outbox_pruned (
             id INTEGER PRIMARY KEY CHECK (id = 1), count INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS call_action (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, account TEXT NOT NULL, call_id TEXT NOT NULL,
+            action TEXT NOT NULL, at_ms INTEGER NOT NULL, deadline_ms INTEGER NOT NULL,
+            caller_handle TEXT NOT NULL, display_name TEXT NOT NULL, has_video INTEGER NOT NULL,
+            applied INTEGER NOT NULL DEFAULT 0, UNIQUE (account, call_id, action));
         """
 
     func prepareEngineTables() throws(FilterStateError) {
@@ -132,6 +137,9 @@ extension FilterStateTransaction {
             LEFT JOIN event_outbox r ON r.event = 'ringing' AND r.account = c.account AND r.call_id = c.call_id
             LEFT JOIN missed_call m ON m.account = c.account AND m.call_id = c.call_id
             WHERE c.state IN ('ended', 'missed')
+            AND NOT EXISTS (
+                SELECT 1 FROM call_action a WHERE a.action = 'decline' AND a.account = c.account
+                AND a.call_id = c.call_id)
             AND (r.line IS NOT NULL
                 OR c.end_reason IN ('remoteEnded', 'answeredElsewhere', 'declinedElsewhere', 'unanswered'))
             AND NOT EXISTS (

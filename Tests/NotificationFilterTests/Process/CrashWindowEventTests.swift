@@ -32,6 +32,18 @@ struct CrashWindowEventTests {
         func reportRefused(_ handoff: FilterDecision.Handoff, refusal: IncomingCallError.Code, atMs: Int64) async {
             await self.inner.reportRefused(handoff, refusal: refusal, atMs: atMs)
         }
+        func apply(_ action: CallUserAction, _ handoff: FilterDecision.Handoff) async {
+            await self.inner.apply(action, handoff)
+        }
+        func reportRemoteDeclined(account: String, callID: UUID, byUser: String, byDevice: String?, atMs: Int64) async {
+            await self.inner.reportRemoteDeclined(
+                account: account,
+                callID: callID,
+                byUser: byUser,
+                byDevice: byDevice,
+                atMs: atMs
+            )
+        }
     }
 
     @Test(
@@ -103,6 +115,18 @@ struct CrashWindowEventTests {
         func restoreRinging(_ handoff: FilterDecision.Handoff) async { await self.inner.restoreRinging(handoff) }
         func admission() async -> CallAdmission { await self.inner.admission() }
         func reportRefused(_ handoff: FilterDecision.Handoff, refusal: IncomingCallError.Code, atMs: Int64) async {}
+        func apply(_ action: CallUserAction, _ handoff: FilterDecision.Handoff) async {
+            await self.inner.apply(action, handoff)
+        }
+        func reportRemoteDeclined(account: String, callID: UUID, byUser: String, byDevice: String?, atMs: Int64) async {
+            await self.inner.reportRemoteDeclined(
+                account: account,
+                callID: callID,
+                byUser: byUser,
+                byDevice: byDevice,
+                atMs: atMs
+            )
+        }
     }
 
     @Test(
