@@ -766,7 +766,10 @@ def _load_json(text: Union[str, bytes], what: str) -> Dict[str, object]:
 
 
 def _int(obj: Mapping[str, object], name: str, lo: int, where: str) -> int:
+    """§11.1: an integer value; 1, 1.0 and 1e0 are the same number (list_tbs carries the value, not the text)."""
     v = obj.get(name)
+    if isinstance(v, float) and v.is_integer() and abs(v) <= MAX_JSON_INT:
+        v = int(v)
     _kf(isinstance(v, int) and not isinstance(v, bool), f"{where}{name} is missing or not an integer")
     _kf(lo <= v <= MAX_JSON_INT, f"{where}{name} = {v} not in {lo}..2^53-1")  # type: ignore[operator]
     return v  # type: ignore[return-value]
