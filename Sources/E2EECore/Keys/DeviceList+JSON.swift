@@ -157,7 +157,8 @@ extension DeviceList: Codable {
         do {
             list = try JSONDecoder().decode(DeviceList.self, from: Data(bytes))
         } catch let error as E2EEError {
-            throw error
+            // A key of the wrong length (`invalid-key` from the key types) is a malformed file here (§11.1).
+            throw error.code == .keyFile ? error : E2EEError(.keyFile, error.message)
         } catch {
             throw E2EEError(.keyFile, "not a valid device list: \(error)")
         }

@@ -447,6 +447,11 @@ public struct DeviceList: Sendable, Hashable {
                 "\"\(deviceID)\" is the device signing this list: a device cannot remove itself"
             )
         }
+        guard self.devices.count > 1 else {
+            throw E2EEError.invalidArgument(
+                "\"\(deviceID)\" is \(self.userID)'s last device: a device list holds at least one device"
+            )
+        }
         var next = self
         next.devices.removeAll { $0.deviceID == deviceID }
         try next.sign(with: userKey, nowMs: nowMs, bumpVersion: true)

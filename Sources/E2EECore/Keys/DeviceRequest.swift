@@ -72,6 +72,11 @@ public struct DeviceRequest: Sendable, Hashable {
             device: self.deviceID
         )
         if let push = self.push { try DeviceList.checkPush(push, device: self.deviceID) }
+        var times: [UInt64] = [self.createdAtMs]
+        for key in self.deviceKeys { times += [key.createdAtMs, key.retiredAtMs ?? 0, key.expiresAtMs ?? 0] }
+        guard times.allSatisfy({ $0 <= DeviceList.maximumInteger }) else {
+            throw E2EEError(.keyFile, "a time in the device request is above 2^53 - 1")
+        }
         guard self.signingKey.isValidSignature(self.proof, for: self.proofMessage()) else {
             throw E2EEError(
                 .badSignature,
@@ -143,7 +148,8 @@ extension DeviceRequest: Codable {
         do {
             request = try JSONDecoder().decode(DeviceRequest.self, from: Data(bytes))
         } catch let error as E2EEError {
-            throw error
+            // A key of the wrong length (`invalid-key` from the key types) is a malformed file here (§11.1).
+            throw error.code == .keyFile ? error : E2EEError(.keyFile, error.message)
         } catch {
             throw E2EEError(.keyFile, "not a valid device request: \(error)")
         }
@@ -286,7 +292,8 @@ public struct DevicePins: Sendable, Hashable {
                 }
             )
         } catch let error as E2EEError {
-            throw error
+            // A key of the wrong length (`invalid-key` from the key types) is a malformed file here (§11.1).
+            throw error.code == .keyFile ? error : E2EEError(.keyFile, error.message)
         } catch {
             throw E2EEError(.keyFile, "not a valid pins file: \(error)")
         }
