@@ -134,7 +134,9 @@ public struct Identity: Sendable, CustomStringConvertible {
         let (expires, overflow) = nowMs.addingReportingOverflow(gracePeriodMs)
         for index in self.deviceKeys.indices where self.deviceKeys[index].retiredAtMs == nil {
             self.deviceKeys[index].retiredAtMs = nowMs
-            self.deviceKeys[index].expiresAtMs = overflow ? UInt64.max : expires
+            // Capped at 2^53 - 1: the largest time a device list carries (PROTOCOL §11.1).
+            self.deviceKeys[index].expiresAtMs =
+                overflow ? DeviceList.maximumInteger : min(expires, DeviceList.maximumInteger)
         }
         self.deviceKeys.removeAll { !$0.opens(atMs: nowMs) }
         let key = DeviceKey(privateKey: .generate(), createdAtMs: nowMs, retiredAtMs: nil, expiresAtMs: nil)

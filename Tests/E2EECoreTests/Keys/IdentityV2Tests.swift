@@ -131,4 +131,12 @@ struct IdentityV2Tests {
         // Such an identity still publishes a well-formed list.
         #expect(try DeviceList.parse(identity.card(nowMs: Self.t0 + 400).jsonData()).devices[0].deviceKeys.count == 16)
     }
+
+    @Test("a grace period past 2^53 - 1 ms is capped there, so the list stays publishable")
+    func graceCapped() throws {
+        var identity = try Identity.generate(userID: "bob", displayName: "Bob", deviceID: "phone", nowMs: Self.t0)
+        identity.rotate(nowMs: Self.t0 + 1, gracePeriodMs: UInt64.max)
+        #expect(identity.deviceKeys[0].expiresAtMs == DeviceList.maximumInteger)
+        #expect(try DeviceList.parse(identity.card(nowMs: Self.t0 + 2).jsonData()).devices[0].deviceKeys.count == 2)
+    }
 }
