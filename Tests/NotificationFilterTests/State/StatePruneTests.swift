@@ -143,6 +143,15 @@ struct StatePruneTests {
         #expect(JSONLines.read(events).lines.count == 6)
     }
 
+    @Test("an early cancel is kept for the shorter of the longest ring and the replay window, plus twice the skew")
+    func earlyCancelRetention() {
+        var policy = FilterPolicy()
+        #expect(policy.earlyCancelRetentionMs == 3_600_000 + 60_000)
+        // A short replay window (the soak's 36 s): a late invite is `stale` after it, so its cancel need not wait.
+        policy.replayRetentionMs = 36_000
+        #expect(policy.earlyCancelRetentionMs == 96_000)
+    }
+
     @Test("after a prune, an event committed but not written (a crash) is written once by the reconcile")
     func reconcileAfterPrune() async throws {
         let h = try EngineHarness()
