@@ -12,7 +12,7 @@ demo:
 	./scripts/demo.sh
 
 bench:
-	swift run -c release e2ee-bench
+	swift run --package-path Benchmarks -c release e2ee-bench
 
 asan:
 	ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-asan

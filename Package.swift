@@ -9,6 +9,7 @@
 //   APNsGateway        a local APNs-compatible HTTP/2 + TLS server (tests, demo)
 //   NotificationFilter the device side: decisions, call reporter, durable state (no HTTP/TLS stack)
 //   e2ee-*             thin executables over those libraries
+// The benchmarks (Benchmarks/) and fuzz targets (Fuzz/) are nested packages depending on this one by path.
 import PackageDescription
 
 let strictSettings: [SwiftSetting] = [
@@ -31,8 +32,6 @@ let package = Package(
         .executable(name: "e2ee-filter", targets: ["e2ee-filter"]),
         .executable(name: "e2ee-gateway", targets: ["e2ee-gateway"]),
         .executable(name: "e2ee-vectors", targets: ["e2ee-vectors"]),
-        .executable(name: "e2ee-bench", targets: ["e2ee-bench"]),
-        .executable(name: "e2ee-filter-bench", targets: ["e2ee-filter-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -147,27 +146,6 @@ let package = Package(
             dependencies: ["E2EECore", "E2EETestVectors"],
             swiftSettings: strictSettings
         ),
-        .executableTarget(
-            name: "e2ee-bench",
-            dependencies: [
-                "E2EECore",
-                "CSodium",
-                .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            swiftSettings: strictSettings
-        ),
-
-        .executableTarget(
-            name: "e2ee-filter-bench",
-            dependencies: [
-                "NotificationFilter",
-                "E2EECore",
-                "CSodium",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictSettings
-        ),
-
         // MARK: Tests
         .testTarget(
             name: "E2EECoreTests",

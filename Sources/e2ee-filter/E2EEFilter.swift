@@ -61,8 +61,12 @@ struct AccountFlags: ParsableArguments {
     var unknownSender: FilterPolicy.UnknownSenderPolicy = .fallback
     @Option(name: .long, help: "Allowed clock skew in milliseconds.")
     var clockSkewMs: Int64 = 30_000
-    @Option(name: .long, help: "How long message ids are remembered, in hours.")
-    var replayRetentionHours: Int64 = 48
+    @Option(
+        name: .long,
+        help:
+            "How long message ids are remembered, in hours (fractions allowed, e.g. 0.05 for 3 minutes in a soak); older messages are `stale`. Finished calls are kept as long."
+    )
+    var replayRetentionHours: Double = 48
     @Flag(name: .long, help: "Log debug details to stderr (never keys, plaintext or envelopes).")
     var verbose = false
 
@@ -108,7 +112,14 @@ struct AccountFlags: ParsableArguments {
         var options = FilterAppOptions(accounts: accounts, statePath: self.state)
         options.policy.unknownSender = self.unknownSender
         options.policy.clockSkewMs = self.clockSkewMs
-        options.policy.replayRetentionMs = self.replayRetentionHours * 3_600_000
+        guard self.replayRetentionHours.isFinite, self.replayRetentionHours >= 0.001, self.replayRetentionHours <= 8_760
+        else {
+            throw ExitFailure(
+                64,
+                "--replay-retention-hours \(self.replayRetentionHours) is out of range: give 0.001 (3.6 s) to 8760 (a year)"
+            )
+        }
+        options.policy.replayRetentionMs = Int64((self.replayRetentionHours * 3_600_000).rounded())
         #if DEBUG
         // A test hook: a fixed clock. It exists only in debug builds (the shipped, release binary always uses the
         // real clock) and says so on stderr whenever it is used.

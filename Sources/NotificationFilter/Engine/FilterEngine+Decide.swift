@@ -306,16 +306,18 @@ extension FilterEngine {
                     )
                 )
                 if cancel.reason == .declinedElsewhere && message.senderUserID != opened.ownUserID {
-                    // The caller's side: a callee declined a call this user placed (not an incoming call here).
-                    actions.append(
-                        .remoteDeclined(
-                            account: account,
-                            callID: cancel.callID,
-                            byUser: message.senderUserID,
-                            byDevice: opened.senderDevice,
-                            atMs: nowMs
-                        )
+                    // The caller's side: a callee declined a call this user placed (not an incoming call here). Its
+                    // `remote-declined` event is kept with the decision until it is recorded in the event outbox,
+                    // so a crash in between cannot lose it (``FilterEngine/recoverAfterRestart()``).
+                    let decline = RemoteDeclineRecord(
+                        account: account,
+                        callID: cancel.callID,
+                        byUser: message.senderUserID,
+                        byDevice: opened.senderDevice,
+                        atMs: nowMs
                     )
+                    try tx.insertRemoteDecline(decline)
+                    actions.append(.remoteDeclined(decline))
                     return finish(.silence, FilterReason.declinedByCallee)
                 }
                 return finish(.silence, FilterReason.cancelForUnknownCall)
@@ -335,7 +337,7 @@ extension FilterEngine {
                 return finish(.silence, FilterReason.cancelForEndedCall)
             }
             let wasRinging = state.state == .ringing
-            _ = try tx.deleteRing(account: account, callID: cancel.callID)
+            let endedRing = try tx.deleteRing(account: account, callID: cancel.callID)
             admission.end(uuid: cancel.callID)
             let ring = wasRinging && cancel.reason == .remoteEnded
             try tx.setCallState(
@@ -353,8 +355,8 @@ extension FilterEngine {
                     MissedCallRecord(
                         account: account,
                         callID: cancel.callID,
-                        callerHandle: nil,
-                        displayName: nil,
+                        callerHandle: endedRing?.callerHandle,
+                        displayName: endedRing?.displayName,
                         atMs: nowMs,
                         reason: "remoteEnded"
                     )

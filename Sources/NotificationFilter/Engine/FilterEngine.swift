@@ -291,13 +291,15 @@ public actor FilterEngine {
     /// After a restart: gives the reporter back the calls that were ringing (without a second ring) and expires
     /// those whose window passed while the process was down.
     public func recoverAfterRestart() async throws {
-        let (rings, unfinished, refused, answered) = try self.store.transaction { tx in
+        let (rings, unfinished, refused, answered, declines) = try self.store.transaction { tx in
             (
                 try tx.rings(dueBy: Int64.max), try tx.callsEndedWithoutEndEvent(), try tx.refusedCallsWithoutEvent(),
-                try tx.callActions(answeredOnly: true)
+                try tx.callActions(answeredOnly: true), try tx.remoteDeclines()
             )
         }
         let nowMs = self.now()
+        // `remote-declined` events decided before the crash and perhaps not recorded: the outbox drops a duplicate.
+        try await self.reportRemoteDeclines(declines)
         // Refused invites whose `missed` event was lost in a crash: record it now (the decision was committed).
         for call in refused {
             guard let refusal = FilterReason.refusalCode(ofReason: call.reason) else { continue }
@@ -370,6 +372,8 @@ public actor FilterEngine {
         public var replay = 0
         public var finishedCalls = 0
         public var earlyCancels = 0
+        /// Missed-call records of pruned calls.
+        public var missedCalls = 0
         public var decisions = 0
         public var events = 0
     }
@@ -392,6 +396,7 @@ public actor FilterEngine {
             counts.replay = try tx.pruneReplay(olderThanMs: nowMs - policy.replayRetentionMs)
             counts.finishedCalls = try tx.pruneFinishedCalls(olderThanMs: nowMs - policy.replayRetentionMs)
             counts.earlyCancels = try tx.pruneEarlyCancels(olderThanMs: nowMs - policy.earlyCancelRetentionMs)
+            counts.missedCalls = try tx.pruneCallers(missedOlderThanMs: nowMs - policy.replayRetentionMs)
             try tx.pruneCallActions()
             if let seq { counts.decisions = try tx.pruneDecisionLog(throughSeq: seq) }
             counts.events = try tx.pruneEventOutbox()
@@ -414,7 +419,22 @@ public actor FilterEngine {
         case handOff(FilterDecision.Handoff)
         case end(account: String, callID: UUID, cause: CallEndCause, atMs: Int64)
         case refused(FilterDecision.Handoff, IncomingCallError.Code, atMs: Int64)
-        case remoteDeclined(account: String, callID: UUID, byUser: String, byDevice: String?, atMs: Int64)
+        case remoteDeclined(RemoteDeclineRecord)
+    }
+
+    /// Hands `remote-declined` events to the reporter (the event outbox records each once), then forgets them.
+    func reportRemoteDeclines(_ declines: [RemoteDeclineRecord]) async throws {
+        guard !declines.isEmpty else { return }
+        for decline in declines {
+            await self.reporter.reportRemoteDeclined(
+                account: decline.account,
+                callID: decline.callID,
+                byUser: decline.byUser,
+                byDevice: decline.byDevice,
+                atMs: decline.atMs
+            )
+        }
+        try self.store.transaction { tx in try tx.deleteRemoteDeclines(declines) }
     }
 
     private func perform(_ actions: [PostCommit]) async {
@@ -427,6 +447,7 @@ public actor FilterEngine {
                 self.logger.error("answer/decline actions could not be read", metadata: ["error": "\(error)"])
             }
         }
+        var declines: [RemoteDeclineRecord] = []
         for action in actions {
             switch action {
             case .handOff(let handoff): await self.reporter.handOff(handoff)
@@ -434,15 +455,15 @@ public actor FilterEngine {
                 await self.reporter.endCall(account: account, callID: callID, cause: cause, atMs: atMs)
             case .refused(let handoff, let refusal, let atMs):
                 await self.reporter.reportRefused(handoff, refusal: refusal, atMs: atMs)
-            case .remoteDeclined(let account, let callID, let byUser, let byDevice, let atMs):
-                await self.reporter.reportRemoteDeclined(
-                    account: account,
-                    callID: callID,
-                    byUser: byUser,
-                    byDevice: byDevice,
-                    atMs: atMs
-                )
+            case .remoteDeclined(let decline):
+                declines.append(decline)
             }
+        }
+        do {
+            try await self.reportRemoteDeclines(declines)
+        } catch {
+            // Kept in the state: the next start reports them again (the outbox drops what it has).
+            self.logger.error("remote-declined events could not be settled", metadata: ["error": "\(error)"])
         }
     }
 }

@@ -1,7 +1,7 @@
 // The filter's decision path next to the libsodium floor of the primitives it needs, measured in the same run.
-// Release build: swift run -c release e2ee-filter-bench [payloads]
+// Release build: swift run --package-path Benchmarks -c release e2ee-filter-bench [payloads]
 // C-API: this file calls libsodium directly, on purpose, for the floor.
-import CSodium
+import CSodiumBench
 import Dispatch
 import E2EECore
 import Foundation
