@@ -62,10 +62,31 @@ public final class PostgresRelayStore: RelayStore {
         return store
     }
 
+    /// Creates database `name` on the server of `url` (tests give each run its own database).
+    static func createDatabase(_ name: String, url: String, logger: Logger) async throws(RelayError) {
+        let store = try await Self.connect(url: url, logger: logger)
+        do {
+            try await store.client.withConnection { connection in
+                _ = try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \"\(name)\""), logger: logger)
+            }
+        } catch {
+            await store.close()
+            throw store.failure(error, "create database")
+        }
+        await store.close()
+    }
+
     // MARK: plumbing
 
     private func failure(_ error: any Error, _ operation: String) -> RelayError {
         if let relay = error as? RelayError { return relay }
+        if let transaction = error as? PostgresTransactionError {
+            // A decision made inside the transaction (a refusal) is the answer; the rollback is the mechanism.
+            if let relay = transaction.closureError as? RelayError { return relay }
+            if let inner = transaction.closureError ?? transaction.beginError ?? transaction.commitError {
+                return self.failure(inner, operation)
+            }
+        }
         let detail: String
         if let psql = error as? PSQLError {
             detail = psql.serverInfo?[.message] ?? "\(psql.code)"
