@@ -109,11 +109,14 @@ struct RelayEndToEndTests {
             #expect(response.pushes.count == 2)
         }
         // Wait for the workers (bounded; the assertion is on the bytes, not the time).
-        for _ in 0..<500 where gateway.sink.records.count < 10 { try await Task.sleep(for: .milliseconds(10)) }
+        try await waitUntil(tries: 500, every: .milliseconds(10)) { gateway.sink.records.count >= 10 }
         let delivered = Set(gateway.sink.records.map(\.bodyBytes))
         #expect(gateway.sink.records.count == 10)
         let same = delivered == Set(sealed.values.map(\.body))
         #expect(same)
+        try await waitUntil(tries: 500, every: .milliseconds(10)) {
+            try await fixture.store.counts() == [.delivered: 10]
+        }
         #expect(try await fixture.store.counts() == [.delivered: 10])
 
         // A wrong token over the wire: the relay's reason code comes back.

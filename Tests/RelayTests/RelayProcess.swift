@@ -106,7 +106,7 @@ final class RelayProcess: @unchecked Sendable {
 
     /// Waits for the process to exit and returns its status.
     func waitForExit() async throws -> Int32 {
-        for _ in 0..<1200 where self.process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        try await waitUntil(tries: 1200, every: .milliseconds(50)) { !self.process.isRunning }
         guard !self.process.isRunning else {
             self.signal(SIGKILL)
             throw ProcessTestError("e2ee-relay did not exit within 60 s")

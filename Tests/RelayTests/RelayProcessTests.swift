@@ -74,7 +74,7 @@ struct RelayProcessTests {
             return pushIDs
         }
         // Wait until the gateway has taken all six requests (it records each, then answers 2 s later), then SIGTERM.
-        for _ in 0..<2000 where gateway.sink.records.count < 6 { try await Task.sleep(for: .milliseconds(10)) }
+        try await waitUntil(tries: 2000, every: .milliseconds(10)) { gateway.sink.records.count >= 6 }
         #expect(gateway.sink.records.count == 6)
         relay.signal(SIGTERM)
         let status = try await relay.waitForExit()
@@ -141,8 +141,8 @@ struct RelayProcessTests {
         )
         defer { second.stop() }
         // Bounded wait: leases last 5 s, backoffs a few seconds; the assertion is on the pushes.
-        for _ in 0..<600 where Set(gateway.sink.records.map(\.bodyBytes)).count < 40 {
-            try await Task.sleep(for: .milliseconds(50))
+        try await waitUntil(tries: 600, every: .milliseconds(50)) {
+            Set(gateway.sink.records.map(\.bodyBytes)).count >= 40
         }
         let deliveredAll = Set(gateway.sink.records.map(\.bodyBytes)) == bodies
         #expect(deliveredAll, "\(second.stderr.suffix(3000))")

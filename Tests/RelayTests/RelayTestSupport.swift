@@ -190,3 +190,12 @@ func relayErrorCode(_ body: () async throws -> Void) async -> RelayError.Code? {
         return nil
     }
 }
+
+/// Polls `done` until it holds or `tries` polls have passed (a bounded wait for another process or task; the test
+/// then asserts on the outcome, never on the time it took).
+func waitUntil(tries: Int, every interval: Duration, _ done: () async throws -> Bool) async throws {
+    for _ in 0..<tries {
+        if try await done() { return }
+        try await Task.sleep(for: interval)
+    }
+}

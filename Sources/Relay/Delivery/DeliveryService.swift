@@ -130,33 +130,48 @@ public final class DeliveryService: Service, Sendable {
         self.inFlight.add(batch.count, ordering: .relaxed)
         defer { self.inFlight.subtract(batch.count, ordering: .relaxed) }
 
-        // Group by client (environment); pushes without a usable address are settled at once.
+        // Group by client (environment); pushes without a usable address are settled without a request.
+        var settled: [Settled] = []
         var groups: [String: [LeasedPush]] = [:]
         for push in batch {
             guard let address = push.address else {
-                await self.record(push, .removed, status: "local-no-address")
+                settled.append(Settled(push: push, outcome: .removed, status: "local-no-address"))
                 continue
             }
             guard self.clients[address.environment] != nil else {
-                await self.record(
-                    push,
-                    .failed(status: nil, reason: "no APNs client for environment \(address.environment)"),
-                    status: "local-no-client"
+                settled.append(
+                    Settled(
+                        push: push,
+                        outcome: .failed(status: nil, reason: "no APNs client for environment \(address.environment)"),
+                        status: "local-no-client"
+                    )
                 )
                 continue
             }
             groups[address.environment, default: []].append(push)
         }
-        await withTaskGroup(of: Void.self) { group in
+        settled += await withTaskGroup(of: [Settled].self) { group in
             for (environment, pushes) in groups {
                 guard let client = self.clients[environment] else { continue }
                 group.addTask { await self.send(pushes, with: client) }
             }
+            var all: [Settled] = []
+            for await part in group { all += part }
+            return all
         }
+        await self.record(settled)
         return batch.count
     }
 
-    private func send(_ pushes: [LeasedPush], with client: APNsClient) async {
+    /// A push and what became of it.
+    struct Settled: Sendable {
+        var push: LeasedPush
+        var outcome: PushOutcome
+        /// The metrics label: APNs' status, or `local-<outcome>`.
+        var status: String
+    }
+
+    private func send(_ pushes: [LeasedPush], with client: APNsClient) async -> [Settled] {
         var requests: [APNsRequest] = []
         for push in pushes {
             // The database is the truth about a token: a token registered again after a 410 is live again.
@@ -174,9 +189,9 @@ public final class DeliveryService: Service, Sendable {
             )
         }
         let results = await client.send(requests)
-        for (push, result) in zip(pushes, results) {
+        return zip(pushes, results).map { push, result in
             let (outcome, label) = self.outcome(of: result, for: push)
-            await self.record(push, outcome, status: label)
+            return Settled(push: push, outcome: outcome, status: label)
         }
     }
 
@@ -227,32 +242,42 @@ public final class DeliveryService: Service, Sendable {
         return Int64(jittered)
     }
 
-    private func record(_ push: LeasedPush, _ outcome: PushOutcome, status: String) async {
-        self.metrics.delivery(status: status)
-        if case .retry = outcome { self.metrics.retries.increment() }
+    /// Records a batch's outcomes in one transaction and counts them.
+    private func record(_ settled: [Settled]) async {
+        guard !settled.isEmpty else { return }
         let now = self.now()
-        do {
-            let result = try await self.store.complete(
-                push.pushID,
-                owner: self.configuration.owner,
-                outcome: outcome,
-                nowMs: now
-            )
-            if result == .alreadyCompleted {
-                if case .delivered = outcome { self.metrics.duplicateDeliveries.increment() }
-            } else if case .delivered = outcome {
-                self.metrics.enqueueToDelivered.record(.milliseconds(max(now - push.enqueuedAtMs, 0)))
-            }
-        } catch {
-            // The lease runs out and the push is delivered again: at least once.
-            self.logger.warning(
-                "could not record a delivery outcome; the push will be leased again",
-                metadata: ["push": "\(push.pushID)", "error": "\(error.code)"]
+        for item in settled {
+            self.metrics.delivery(status: item.status)
+            if case .retry = item.outcome { self.metrics.retries.increment() }
+            self.logger.debug(
+                "delivery",
+                metadata: [
+                    "push": "\(item.push.pushID)", "status": "\(item.status)", "attempt": "\(item.push.attempts)",
+                ]
             )
         }
-        self.logger.debug(
-            "delivery",
-            metadata: ["push": "\(push.pushID)", "status": "\(status)", "attempt": "\(push.attempts)"]
-        )
+        let results: [CompletionResult]
+        do {
+            results = try await self.store.complete(
+                settled.map { Completion(pushID: $0.push.pushID, outcome: $0.outcome) },
+                owner: self.configuration.owner,
+                nowMs: now
+            )
+        } catch {
+            // The leases run out and the pushes are delivered again: at least once.
+            self.logger.warning(
+                "could not record delivery outcomes; the pushes will be leased again",
+                metadata: ["pushes": "\(settled.count)", "error": "\(error.code)"]
+            )
+            return
+        }
+        for (item, result) in zip(settled, results) {
+            guard case .delivered = item.outcome else { continue }
+            if result == .alreadyCompleted {
+                self.metrics.duplicateDeliveries.increment()
+            } else {
+                self.metrics.enqueueToDelivered.record(.milliseconds(max(now - item.push.enqueuedAtMs, 0)))
+            }
+        }
     }
 }

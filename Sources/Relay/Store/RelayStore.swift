@@ -45,14 +45,13 @@ public protocol RelayStore: Sendable {
     /// Leases up to `limit` due pushes to `owner` until `nowMs + leaseMs`.
     func lease(owner: String, limit: Int, nowMs: Int64, leaseMs: Int64) async throws(RelayError) -> [LeasedPush]
 
-    /// Records the outcome of a leased push.
+    /// Records the outcomes of leased pushes, all in one transaction (one commit per delivered batch).
     func complete(
-        _ pushID: String,
+        _ completions: [Completion],
         owner: String,
-        outcome: PushOutcome,
         nowMs: Int64
     ) async throws(RelayError)
-        -> CompletionResult
+        -> [CompletionResult]
 
     /// Counts of pushes by state.
     func counts() async throws(RelayError) -> [PushState: Int]
@@ -160,7 +159,32 @@ public enum PushOutcome: Sendable, Hashable {
     case removed
 }
 
-/// What ``RelayStore/complete(_:owner:outcome:nowMs:)`` found.
+/// One outcome to record.
+public struct Completion: Sendable, Hashable {
+    public var pushID: String
+    public var outcome: PushOutcome
+
+    public init(pushID: String, outcome: PushOutcome) {
+        self.pushID = pushID
+        self.outcome = outcome
+    }
+}
+
+extension RelayStore {
+    /// Records the outcome of one leased push.
+    public func complete(
+        _ pushID: String,
+        owner: String,
+        outcome: PushOutcome,
+        nowMs: Int64
+    ) async throws(RelayError)
+        -> CompletionResult
+    {
+        try await self.complete([Completion(pushID: pushID, outcome: outcome)], owner: owner, nowMs: nowMs)[0]
+    }
+}
+
+/// What ``RelayStore/complete(_:owner:nowMs:)`` found for each push.
 public enum CompletionResult: Sendable, Hashable {
     /// The outcome was recorded.
     case recorded

@@ -491,56 +491,71 @@ public final class PostgresRelayStore: RelayStore {
     }
 
     public func complete(
-        _ pushID: String,
+        _ completions: [Completion],
         owner: String,
-        outcome: PushOutcome,
         nowMs: Int64
     ) async throws(RelayError)
-        -> CompletionResult
+        -> [CompletionResult]
     {
         let logger = self.logger
-        let row = StorePolicy.row(for: outcome)
         return try await self.transaction("complete") { connection in
-            let rows = try await connection.query(
-                "SELECT state, user_id, device_id FROM pushes WHERE push_id = \(pushID) FOR UPDATE",
+            var results: [CompletionResult] = []
+            for completion in completions {
+                results.append(
+                    try await Self.completeOne(connection, completion.pushID, completion.outcome, nowMs, logger)
+                )
+            }
+            return results
+        }
+    }
+
+    private static func completeOne(
+        _ connection: PostgresConnection,
+        _ pushID: String,
+        _ outcome: PushOutcome,
+        _ nowMs: Int64,
+        _ logger: Logger
+    ) async throws -> CompletionResult {
+        let row = StorePolicy.row(for: outcome)
+        let rows = try await connection.query(
+            "SELECT state, user_id, device_id FROM pushes WHERE push_id = \(pushID) FOR UPDATE",
+            logger: logger
+        )
+        var found: (String, String, String)?
+        for try await value in rows.decode((String, String, String).self) { found = value }
+        guard let (state, userID, deviceID) = found else { return .alreadyCompleted }
+        if state != PushState.queued.rawValue && state != PushState.leased.rawValue {
+            try await connection.query(
+                "UPDATE pushes SET completions = completions + 1 WHERE push_id = \(pushID)",
                 logger: logger
             )
-            var found: (String, String, String)?
-            for try await value in rows.decode((String, String, String).self) { found = value }
-            guard let (state, userID, deviceID) = found else { return .alreadyCompleted }
-            if state != PushState.queued.rawValue && state != PushState.leased.rawValue {
-                try await connection.query(
-                    "UPDATE pushes SET completions = completions + 1 WHERE push_id = \(pushID)",
-                    logger: logger
-                )
-                return .alreadyCompleted
-            }
-            let final: Int64 = row.final ? 1 : 0
+            return .alreadyCompleted
+        }
+        let final: Int64 = row.final ? 1 : 0
+        try await connection.query(
+            """
+            UPDATE pushes SET state = \(row.state.rawValue),
+              next_attempt_at_ms = COALESCE(\(row.retryAtMs), next_attempt_at_ms),
+              apns_status = \(row.status.map(Int64.init)), apns_reason = \(row.reason),
+              lease_owner = NULL, lease_expires_at_ms = NULL,
+              completed_at_ms = CASE WHEN \(final) = 1 THEN \(nowMs) ELSE NULL END,
+              completions = completions + \(final),
+              body = CASE WHEN \(final) = 1 THEN NULL ELSE body END
+            WHERE push_id = \(pushID)
+            """,
+            logger: logger
+        )
+        if case .unregistered(let atMs, let token) = outcome {
             try await connection.query(
                 """
-                UPDATE pushes SET state = \(row.state.rawValue),
-                  next_attempt_at_ms = COALESCE(\(row.retryAtMs), next_attempt_at_ms),
-                  apns_status = \(row.status.map(Int64.init)), apns_reason = \(row.reason),
-                  lease_owner = NULL, lease_expires_at_ms = NULL,
-                  completed_at_ms = CASE WHEN \(final) = 1 THEN \(nowMs) ELSE NULL END,
-                  completions = completions + \(final),
-                  body = CASE WHEN \(final) = 1 THEN NULL ELSE body END
-                WHERE push_id = \(pushID)
+                UPDATE devices SET unregistered_at_ms = \(atMs)
+                WHERE user_id = \(userID) AND device_id = \(deviceID) AND device_token = \(token)
+                  AND unregistered_at_ms IS NULL
                 """,
                 logger: logger
             )
-            if case .unregistered(let atMs, let token) = outcome {
-                try await connection.query(
-                    """
-                    UPDATE devices SET unregistered_at_ms = \(atMs)
-                    WHERE user_id = \(userID) AND device_id = \(deviceID) AND device_token = \(token)
-                      AND unregistered_at_ms IS NULL
-                    """,
-                    logger: logger
-                )
-            }
-            return .recorded
         }
+        return .recorded
     }
 
     public func counts() async throws(RelayError) -> [PushState: Int] {

@@ -384,68 +384,82 @@ public final class SQLiteRelayStore: RelayStore {
     }
 
     public func complete(
-        _ pushID: String,
+        _ completions: [Completion],
         owner: String,
-        outcome: PushOutcome,
         nowMs: Int64
     ) async throws(RelayError)
-        -> CompletionResult
+        -> [CompletionResult]
     {
         try self.withConnection { db throws(RelayError) in
-            try db.transaction { () throws(RelayError) -> CompletionResult in
-                let state = try db.withStatement(
-                    "SELECT state, user_id, device_id FROM pushes WHERE push_id = ?1"
-                ) { s throws(RelayError) -> (state: String, userID: String, deviceID: String)? in
-                    try s.bind(pushID, at: 1)
-                    guard try s.step() else { return nil }
-                    return (s.text(0), s.text(1), s.text(2))
+            try db.transaction { () throws(RelayError) -> [CompletionResult] in
+                var results: [CompletionResult] = []
+                for completion in completions {
+                    results.append(try Self.completeOne(db, completion.pushID, completion.outcome, nowMs))
                 }
-                guard let state else { return .alreadyCompleted }
-                if state.state != PushState.queued.rawValue && state.state != PushState.leased.rawValue {
-                    try db.withStatement("UPDATE pushes SET completions = completions + 1 WHERE push_id = ?1") {
-                        s throws(RelayError) in
-                        try s.bind(pushID, at: 1)
-                        try s.run()
-                    }
-                    return .alreadyCompleted
-                }
-                let row = StorePolicy.row(for: outcome)
-                try db.withStatement(
-                    """
-                    UPDATE pushes SET state = ?2, next_attempt_at_ms = COALESCE(?3, next_attempt_at_ms),
-                      apns_status = ?4, apns_reason = ?5, lease_owner = NULL, lease_expires_at_ms = NULL,
-                      completed_at_ms = CASE WHEN ?6 = 1 THEN ?7 ELSE NULL END,
-                      completions = completions + ?6,
-                      body = CASE WHEN ?6 = 1 THEN NULL ELSE body END
-                    WHERE push_id = ?1
-                    """
-                ) { s throws(RelayError) in
-                    try s.bind(pushID, at: 1)
-                    try s.bind(row.state.rawValue, at: 2)
-                    try s.bind(row.retryAtMs, at: 3)
-                    try s.bind(row.status.map(Int64.init), at: 4)
-                    try s.bind(row.reason, at: 5)
-                    try s.bind(row.final ? 1 : 0, at: 6)
-                    try s.bind(nowMs, at: 7)
-                    try s.run()
-                }
-                if case .unregistered(let atMs, let token) = outcome {
-                    try db.withStatement(
-                        """
-                        UPDATE devices SET unregistered_at_ms = ?4
-                        WHERE user_id = ?1 AND device_id = ?2 AND device_token = ?3 AND unregistered_at_ms IS NULL
-                        """
-                    ) { s throws(RelayError) in
-                        try s.bind(state.userID, at: 1)
-                        try s.bind(state.deviceID, at: 2)
-                        try s.bind(token, at: 3)
-                        try s.bind(atMs, at: 4)
-                        try s.run()
-                    }
-                }
-                return .recorded
+                return results
             }
         }
+    }
+
+    private static func completeOne(
+        _ db: SQLiteConnection,
+        _ pushID: String,
+        _ outcome: PushOutcome,
+        _ nowMs: Int64
+    )
+        throws(RelayError) -> CompletionResult
+    {
+        let state = try db.withStatement(
+            "SELECT state, user_id, device_id FROM pushes WHERE push_id = ?1"
+        ) { s throws(RelayError) -> (state: String, userID: String, deviceID: String)? in
+            try s.bind(pushID, at: 1)
+            guard try s.step() else { return nil }
+            return (s.text(0), s.text(1), s.text(2))
+        }
+        guard let state else { return .alreadyCompleted }
+        if state.state != PushState.queued.rawValue && state.state != PushState.leased.rawValue {
+            try db.withStatement("UPDATE pushes SET completions = completions + 1 WHERE push_id = ?1") {
+                s throws(RelayError) in
+                try s.bind(pushID, at: 1)
+                try s.run()
+            }
+            return .alreadyCompleted
+        }
+        let row = StorePolicy.row(for: outcome)
+        try db.withStatement(
+            """
+            UPDATE pushes SET state = ?2, next_attempt_at_ms = COALESCE(?3, next_attempt_at_ms),
+              apns_status = ?4, apns_reason = ?5, lease_owner = NULL, lease_expires_at_ms = NULL,
+              completed_at_ms = CASE WHEN ?6 = 1 THEN ?7 ELSE NULL END,
+              completions = completions + ?6,
+              body = CASE WHEN ?6 = 1 THEN NULL ELSE body END
+            WHERE push_id = ?1
+            """
+        ) { s throws(RelayError) in
+            try s.bind(pushID, at: 1)
+            try s.bind(row.state.rawValue, at: 2)
+            try s.bind(row.retryAtMs, at: 3)
+            try s.bind(row.status.map(Int64.init), at: 4)
+            try s.bind(row.reason, at: 5)
+            try s.bind(row.final ? 1 : 0, at: 6)
+            try s.bind(nowMs, at: 7)
+            try s.run()
+        }
+        if case .unregistered(let atMs, let token) = outcome {
+            try db.withStatement(
+                """
+                UPDATE devices SET unregistered_at_ms = ?4
+                WHERE user_id = ?1 AND device_id = ?2 AND device_token = ?3 AND unregistered_at_ms IS NULL
+                """
+            ) { s throws(RelayError) in
+                try s.bind(state.userID, at: 1)
+                try s.bind(state.deviceID, at: 2)
+                try s.bind(token, at: 3)
+                try s.bind(atMs, at: 4)
+                try s.run()
+            }
+        }
+        return .recorded
     }
 
     public func counts() async throws(RelayError) -> [PushState: Int] {
