@@ -287,6 +287,15 @@ struct RelayAPITests {
         }
     }
 
+    @Test("an unknown path answers 404 with a reason code")
+    func unknownPath() async throws {
+        try await Self.withRelay { _, _, _, _, client in
+            let answer = try await Self.send(client, .get, "/v2/users/bob/device-list")
+            #expect(answer.status == 404)
+            #expect(answer.reason == "not-found")
+        }
+    }
+
     @Test("health and metrics answer")
     func healthAndMetrics() async throws {
         try await Self.withRelay { _, _, _, _, client in

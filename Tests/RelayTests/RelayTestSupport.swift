@@ -114,7 +114,8 @@ struct ServiceFixture: Sendable {
     let service: RelayService
     let clock: TestClock
 
-    init(policy: RelayService.Policy = RelayService.Policy()) async throws {
+    init(policy: RelayService.Policy = RelayService.Policy(), logger: Logger = Logger(label: "relay-test")) async throws
+    {
         self.folder = try TemporaryFolder()
         self.store = try SQLiteRelayStore(path: self.folder.file("relay.sqlite"))
         try await self.store.migrate()
@@ -125,7 +126,7 @@ struct ServiceFixture: Sendable {
             metrics: self.metrics,
             policy: policy,
             now: self.clock.closure,
-            logger: Logger(label: "relay-test")
+            logger: logger
         )
     }
 

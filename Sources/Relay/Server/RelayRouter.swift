@@ -14,6 +14,7 @@ public enum RelayRouter: Sendable {
     /// The router; tests drive it in-process with HummingbirdTesting, `serve` puts it behind TLS.
     public static func build(service: RelayService) -> Router<BasicRequestContext> {
         let router = Router()
+        router.middlewares.add(RelayErrorMiddleware())
         let users = router.group("v1/users/:user")
         users.put("device-list") { request, context in
             await Self.answer { () async throws(RelayError) -> Response in
