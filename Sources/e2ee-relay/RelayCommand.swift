@@ -128,8 +128,11 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--tls-cert and --tls-key go together")
         }
         guard (0...65535).contains(self.port) else { throw ValidationError("--port must be 0...65535") }
-        guard self.workers >= 1, self.leaseSeconds >= 5 else {
-            throw ValidationError("--workers must be at least 1 and --lease-seconds at least 5")
+        guard self.workers >= 1 else { throw ValidationError("--workers must be at least 1") }
+        // A lease must outlast a push in flight (the APNs client gives up on a stream after 10 s), or a slow
+        // answer lets another worker send the same push again.
+        guard self.leaseSeconds >= 15 else {
+            throw ValidationError("--lease-seconds must be at least 15 (longer than the 10 s APNs stream timeout)")
         }
         guard self.recipientRate > 0, self.tokenRate > 0 else { throw ValidationError("rates must be positive") }
         if self.apnsCA != nil, self.apnsURL == nil { throw ValidationError("--apns-ca needs --apns-url") }
@@ -145,6 +148,9 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitCode(1)
         } catch let error as APNsError {
             logger.critical("e2ee-relay cannot run: \(error.message)")
+            throw ExitCode(1)
+        } catch {
+            logger.critical("e2ee-relay stopped: \(error); fix the cause above and start it again")
             throw ExitCode(1)
         }
     }
@@ -171,24 +177,15 @@ struct ServeCommand: AsyncParsableCommand {
             if let path = self.apnsKeyFile { try APNsSigningKey.load(path: path) } else {
                 try APNsSigningKey.load()
             }
-        var clients: [String: APNsClient] = [:]
-        if let url = self.apnsURL {
-            let client = APNsClient(
-                configuration: try APNsClientConfiguration(
-                    environment: .custom(baseURL: url, trustedCAPEMPath: self.apnsCA),
-                    keyID: self.apnsKeyID,
-                    teamID: self.apnsTeamID,
-                    signingKey: key,
-                    retryPolicy: .never
-                ),
-                logger: logger
-            )
-            clients = ["production": client, "development": client]
-        } else {
-            for name in Set(self.apnsEnvironment) {
-                clients[name.rawValue] = APNsClient(
+        // The store first: a locked or unreachable database stops the start before any connection is opened.
+        let store = try await RelayApplication.openStore(configuration.database, logger: logger)
+        var clients: [APNsClient] = []
+        do {
+            var byEnvironment: [String: APNsClient] = [:]
+            if let url = self.apnsURL {
+                let client = APNsClient(
                     configuration: try APNsClientConfiguration(
-                        environment: name == .production ? .production : .development,
+                        environment: .custom(baseURL: url, trustedCAPEMPath: self.apnsCA),
                         keyID: self.apnsKeyID,
                         teamID: self.apnsTeamID,
                         signingKey: key,
@@ -196,43 +193,55 @@ struct ServeCommand: AsyncParsableCommand {
                     ),
                     logger: logger
                 )
+                clients.append(client)
+                byEnvironment = ["production": client, "development": client]
+            } else {
+                for name in Set(self.apnsEnvironment) {
+                    let client = APNsClient(
+                        configuration: try APNsClientConfiguration(
+                            environment: name == .production ? .production : .development,
+                            keyID: self.apnsKeyID,
+                            teamID: self.apnsTeamID,
+                            signingKey: key,
+                            retryPolicy: .never
+                        ),
+                        logger: logger
+                    )
+                    clients.append(client)
+                    byEnvironment[name.rawValue] = client
+                }
             }
-        }
-        configuration.policy.environments = Set(clients.keys)
+            configuration.policy.environments = Set(byEnvironment.keys)
 
-        let store = try await RelayApplication.openStore(configuration.database, logger: logger)
-        let metrics = RelayMetrics()
-        let service = try RelayService(store: store, metrics: metrics, policy: configuration.policy, logger: logger)
-        let delivery = DeliveryService(
-            store: store,
-            clients: clients,
-            metrics: metrics,
-            configuration: configuration.delivery,
-            logger: logger
-        )
-        let app = try RelayApplication.make(
-            service: service,
-            delivery: delivery,
-            configuration: configuration,
-            logger: logger
-        )
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: [.init(service: app)],
-                gracefulShutdownSignals: [.sigterm, .sigint],
+            let metrics = RelayMetrics()
+            let service = try RelayService(store: store, metrics: metrics, policy: configuration.policy, logger: logger)
+            let delivery = DeliveryService(
+                store: store,
+                clients: byEnvironment,
+                metrics: metrics,
+                configuration: configuration.delivery,
                 logger: logger
             )
-        )
-        do {
+            let app = try RelayApplication.make(
+                service: service,
+                delivery: delivery,
+                configuration: configuration,
+                logger: logger
+            )
+            let group = ServiceGroup(
+                configuration: ServiceGroupConfiguration(
+                    services: [.init(service: app)],
+                    gracefulShutdownSignals: [.sigterm, .sigint],
+                    logger: logger
+                )
+            )
             try await group.run()
         } catch {
-            logger.error("e2ee-relay stopped with an error: \(error)")
+            for client in clients { await client.shutdown() }
+            await store.close()
+            throw error
         }
-        for client in Set(clients.values.map { ObjectIdentifier($0) }).compactMap({ id in
-            clients.values.first { ObjectIdentifier($0) == id }
-        }) {
-            await client.shutdown()
-        }
+        for client in clients { await client.shutdown() }
         await store.close()
         logger.info("e2ee-relay stopped; queued pushes stay in the store")
     }

@@ -68,7 +68,7 @@ final class RelayProcess: @unchecked Sendable {
                 "--self-signed-tls-dir", folder.file("\(name)-tls"),
                 "--apns-url", apnsURL, "--apns-ca", apnsCA, "--apns-key-file", keyFile,
                 "--apns-key-id", GatewayFixture.keyID, "--apns-team-id", GatewayFixture.teamID,
-                "--lease-seconds", "5", "--log-level", "debug", "--recipient-rate", "6000", "--token-rate", "6000",
+                "--lease-seconds", "15", "--log-level", "debug", "--recipient-rate", "6000", "--token-rate", "6000",
             ] + extra
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: self.stderrPath)

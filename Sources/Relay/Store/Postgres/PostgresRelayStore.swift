@@ -53,11 +53,24 @@ public final class PostgresRelayStore: RelayStore {
             logger: logger,
             endpoint: "\(host):\(port)/\(database)"
         )
-        do {
-            try await store.ping()
-        } catch {
+        // The pool retries a refused connection for about a minute; at start, ten seconds say enough.
+        let answered = await withTaskGroup(of: Bool?.self) { group in
+            group.addTask { (try? await store.ping()) != nil }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(10))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        guard answered == true else {
             await store.close()
-            throw error
+            throw RelayError(
+                .storageUnavailable,
+                "PostgreSQL at \(store.endpoint) does not answer: check that it runs, listens there, and that the URL's "
+                    + "user and database exist"
+            )
         }
         return store
     }
