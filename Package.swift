@@ -8,6 +8,7 @@
 //   Sender             building uniform APNs requests, the APNs HTTP/2 provider, token auth
 //   APNsGateway        a local APNs-compatible HTTP/2 + TLS server (tests, demo)
 //   NotificationFilter the device side: decisions, call reporter, durable state (no HTTP/TLS stack)
+//   Relay              the app's push server (e2ee-relay): device lists, delivery tokens, durable queue, APNs delivery
 //   e2ee-*             thin executables over those libraries
 import PackageDescription
 

@@ -1,5 +1,5 @@
 import APNsGateway
-import E2EECore
+@_spi(Vectors) import E2EECore
 import Foundation
 import Logging
 import Sender
@@ -130,6 +130,27 @@ struct RelayEndToEndTests {
         } catch {
             #expect(error.code.rawValue == "bad-delivery-token")
             #expect(error.code.httpStatus == 403)
+        }
+        // A relay that serves a list the user did not sign (here: bob's list with a device added by the server,
+        // written past the API's checks) is caught by the client's verification.
+        let mallory = try TestUser.make("bob", devices: ["ghost"])
+        let forged = bob.list.withDevices(bob.list.devices + mallory.list.devices, listVersion: 3)
+        _ = try await fixture.store.publish(
+            NewList(
+                userID: "bob",
+                userSigningKey: bob.list.userSigningKey.rawRepresentation,
+                listVersion: 3,
+                digest: forged.digest,
+                json: forged.jsonData(),
+                devices: forged.devices.map { ($0.deviceID, $0.signingKey.rawRepresentation) }
+            ),
+            nowMs: fixture.clock.ms
+        )
+        do {
+            _ = try await client.fetchList(userID: "bob")
+            Issue.record("the client accepted a list with a device the user never signed in")
+        } catch {
+            #expect(error.code == .badDeviceList)
         }
         #expect(await client.isHealthy())
         let metrics = try await client.metricsText()
