@@ -140,6 +140,13 @@ struct RelayPostgresCrashTests {
         )
 
         #expect(try await store.counts() == [.delivered: expected.count])
+        // A measurement, not an assertion: enqueue → delivered across the run (debug build, shared cores).
+        let latencies = try await store.deliveredLatenciesMs()
+        if !latencies.isEmpty {
+            let p50 = latencies[latencies.count / 2]
+            let p99 = latencies[min(latencies.count - 1, latencies.count * 99 / 100)]
+            print("relay crash test: enqueue→delivered p50 \(p50) ms, p99 \(p99) ms over \(latencies.count) pushes")
+        }
         await store.close()
         for instance in instances { instance.signal(SIGTERM) }
         for instance in instances where instance !== victim {

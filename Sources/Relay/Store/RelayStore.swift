@@ -59,6 +59,9 @@ public protocol RelayStore: Sendable {
     /// The state of one push (tests, operators).
     func push(_ pushID: String) async throws(RelayError) -> PushRecord?
 
+    /// Enqueue-to-delivered times, in ms, of every delivered push still recorded (operators, measurements).
+    func deliveredLatenciesMs() async throws(RelayError) -> [Int64]
+
     /// Deletes expired nonces and idempotency records.
     func purge(nowMs: Int64) async throws(RelayError)
 

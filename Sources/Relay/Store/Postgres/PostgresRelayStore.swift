@@ -611,6 +611,19 @@ public final class PostgresRelayStore: RelayStore {
         }
     }
 
+    public func deliveredLatenciesMs() async throws(RelayError) -> [Int64] {
+        let logger = self.logger
+        return try await self.read("latencies") { connection in
+            let rows = try await connection.query(
+                "SELECT completed_at_ms - enqueued_at_ms FROM pushes WHERE state = 'delivered' ORDER BY 1",
+                logger: logger
+            )
+            var values: [Int64] = []
+            for try await value in rows.decode(Int64.self) { values.append(value) }
+            return values
+        }
+    }
+
     public func purge(nowMs: Int64) async throws(RelayError) {
         let logger = self.logger
         let cutoff = nowMs - StorePolicy.idempotencyWindowMs

@@ -498,6 +498,18 @@ public final class SQLiteRelayStore: RelayStore {
         }
     }
 
+    public func deliveredLatenciesMs() async throws(RelayError) -> [Int64] {
+        try self.withConnection { db throws(RelayError) in
+            try db.withStatement(
+                "SELECT completed_at_ms - enqueued_at_ms FROM pushes WHERE state = 'delivered' ORDER BY 1"
+            ) { s throws(RelayError) -> [Int64] in
+                var values: [Int64] = []
+                while try s.step() { values.append(s.int64(0)) }
+                return values
+            }
+        }
+    }
+
     public func purge(nowMs: Int64) async throws(RelayError) {
         try self.withConnection { db throws(RelayError) in
             try db.transaction { () throws(RelayError) in
