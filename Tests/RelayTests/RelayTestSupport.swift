@@ -130,6 +130,18 @@ struct ServiceFixture: Sendable {
         )
     }
 
+    /// Runs `body` with a fresh fixture and cleans it up however `body` ends.
+    static func with(_ body: (ServiceFixture) async throws -> Void) async throws {
+        let fixture = try await ServiceFixture()
+        do {
+            try await body(fixture)
+        } catch {
+            await fixture.cleanup()
+            throw error
+        }
+        await fixture.cleanup()
+    }
+
     /// Publishes `user`'s list, registers every device's address and gives the user `token`.
     func enroll(_ user: TestUser, token: DeliveryToken) async throws {
         _ = try await self.service.publish(userID: user.userID, body: user.list.jsonData())
