@@ -153,4 +153,59 @@ struct RelayProcessTests {
         await store.close()
         await gateway.stop()
     }
+
+    @Test("a second relay on the same SQLite file exits 1 with the lock named; no crash")
+    func secondProcessOnOneFile() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let gateway = try await GatewayFixture.start()
+        let keyFile = try gateway.writeKeyFile()
+        let database = folder.file("relay.sqlite")
+        let first = try await RelayProcess(
+            folder: folder,
+            name: "first",
+            database: database,
+            apnsURL: gateway.baseURL,
+            apnsCA: gateway.server.caCertificatePath,
+            keyFile: keyFile
+        )
+        defer { first.stop() }
+        let second = Process()
+        second.executableURL = URL(fileURLWithPath: try RelayProcess.binary())
+        second.arguments = [
+            "serve", "--database", database, "--port", "0", "--self-signed-tls-dir", folder.file("second-tls"),
+            "--apns-url", gateway.baseURL, "--apns-ca", gateway.server.caCertificatePath, "--apns-key-file", keyFile,
+            "--apns-key-id", GatewayFixture.keyID, "--apns-team-id", GatewayFixture.teamID,
+        ]
+        let errors = Pipe()
+        second.standardError = errors
+        second.standardOutput = FileHandle.nullDevice
+        try second.run()
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        second.waitUntilExit()
+        #expect(second.terminationReason == .exit)
+        #expect(second.terminationStatus == 1)
+        #expect(stderr.contains("another process holds the database locked"), "\(stderr.suffix(1000))")
+        first.signal(SIGTERM)
+        #expect(try await first.waitForExit() == 0)
+        await gateway.stop()
+    }
+
+    @Test("a lease shorter than a push can be in flight is refused as a usage error (exit 64)")
+    func shortLease() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try RelayProcess.binary())
+        process.arguments = [
+            "serve", "--database", "x.sqlite", "--self-signed-tls-dir", "tls", "--apns-key-id", "K",
+            "--apns-team-id", "T", "--lease-seconds", "5",
+        ]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 64)
+        #expect(stderr.contains("--lease-seconds must be at least 15"))
+    }
 }
