@@ -140,7 +140,11 @@ struct DeliveryOptions: ParsableArguments {
     @Option(name: .long, help: "Seconds to wait for APNs' answer on one stream.")
     var timeout: Int = 10
 
-    @Option(name: .long, help: "Most pushes in flight on the connection.")
+    @Option(
+        name: .long,
+        help:
+            "Most pushes in flight on the connection; 1 sends strictly in input order (concurrent pushes may arrive in any order)."
+    )
     var window: Int = 100
 
     /// How many pushes a pipeline keeps outstanding: twice the connection's window, so the next ones are sealed

@@ -120,7 +120,15 @@ public struct SendPipeline: Sendable {
                     case .print(let line):
                         ready[slot] = line
                     case .deliver(let request, let messageID, let device):
-                        if let client {
+                        if let client, client.configuration.window == 1 {
+                            // One push in flight: send in the loop itself, so pushes leave strictly in input order
+                            // (concurrent tasks would queue for the one slot in whatever order they start).
+                            let result = await client.send(request)
+                            record(
+                                slot,
+                                SendResultLine(line: number, result: result, messageID: messageID, device: device)
+                            )
+                        } else if let client {
                             group.addTask { [number] in
                                 let result = await client.send(request)
                                 return (

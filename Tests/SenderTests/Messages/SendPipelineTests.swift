@@ -136,6 +136,29 @@ struct SendPipelineTests {
         }
     }
 
+    @Test("--window 1: pushes reach APNs strictly in input order, fan-out included")
+    func windowOneKeepsInputOrder() async throws {
+        try await GatewayHarness.with { gateway in
+            let client = try gateway.makeClient(window: 1)
+            let d = try Devices()
+            var batch = BatchRequests(builder: PushBuilder(identity: d.alice), trust: try d.trust())
+            var sent: [String] = []
+            let summary = await SendPipeline(depth: 2).run(
+                lines: Self.texts(40),
+                client: client,
+                prepare: { _, line in batch.prepare(line: line) },
+                output: { line in
+                    let result = try! JSONDecoder().decode(SendResultLine.self, from: Data(line.utf8))
+                    sent.append(result.apnsID ?? "")
+                }
+            )
+            #expect(summary.results == 80)
+            #expect(summary.failures == 0)
+            // The gateway saw the pushes in exactly the order of the results (input order, phone then tablet).
+            #expect(gateway.sink.records.map { $0.apnsID.lowercased() } == sent.map { $0.lowercased() })
+        }
+    }
+
     @Test("a closed output does not stop deliveries: every push goes out, every result is counted unwritten")
     func closedOutputStillDelivers() async throws {
         try await GatewayHarness.with { gateway in
