@@ -53,8 +53,13 @@ struct DeviceManagementTests {
         #expect(v3.listVersion == 3)
         let tablet = try #require(v3.device(named: "tablet"))
         #expect(tablet.currentKey.keyID == rotation.newKeyID)
-        #expect(tablet.deviceKeys.first?.expiresAtMs == 100 + 3_600_000)
-        #expect(tablet.signedInAtMs == d.v2.device(named: "tablet")?.signedInAtMs)
+        // Both sides Optional: comparing a UInt64? with a UInt64 inside #expect made the compiler's AnyHashable thunk
+        // read 9 bytes from an 8-byte stack slot (AddressSanitizer: stack-buffer-overflow in the test, not the code).
+        let firstExpiry: UInt64? = tablet.deviceKeys.first?.expiresAtMs
+        let wantExpiry: UInt64? = 100 + 3_600_000
+        #expect(firstExpiry == wantExpiry)
+        let signedIn: UInt64? = tablet.signedInAtMs
+        #expect(signedIn == d.v2.device(named: "tablet")?.signedInAtMs)
         // A push to the new list opens on the rotated tablet.
         let push = try PushBuilder(identity: d.alice).fanOut(
             .text(TextMessage(threadID: "", title: "", body: "k")),
