@@ -26,6 +26,24 @@ struct CallActionRecord: Sendable, Hashable {
     /// The call's state now (answered: `active` until it ends).
     var callState: StoredCallState?
     var applied: Bool
+
+    /// The engine's view of a stored row; `nil` for an action this build does not know.
+    init?(_ row: CallActionRow) {
+        guard let action = CallUserAction(rawValue: row.action) else { return nil }
+        self.id = row.id
+        self.account = row.account
+        self.action = action
+        self.handoff = FilterDecision.Handoff(
+            callID: row.callID,
+            callerHandle: row.callerHandle,
+            displayName: row.displayName,
+            hasVideo: row.hasVideo,
+            account: row.account,
+            ringDeadlineMs: row.deadlineMs
+        )
+        self.callState = row.callState
+        self.applied = row.applied
+    }
 }
 
 extension FilterEngine {
@@ -99,17 +117,16 @@ extension FilterEngine {
                 )
             )
             try tx.insertCallAction(
-                account: account.name,
-                action: action,
-                handoff: FilterDecision.Handoff(
+                CallActionRow(
+                    account: account.name,
                     callID: callID,
+                    action: action.rawValue,
+                    atMs: nowMs,
+                    deadlineMs: ring?.deadlineMs ?? nowMs,
                     callerHandle: ring?.callerHandle ?? state.callerUserID ?? "unknown",
                     displayName: ring?.displayName ?? "",
-                    hasVideo: ring?.hasVideo ?? false,
-                    account: account.name,
-                    ringDeadlineMs: ring?.deadlineMs ?? nowMs
-                ),
-                atMs: nowMs
+                    hasVideo: ring?.hasVideo ?? false
+                )
             )
             return state.callerUserID
         }
@@ -131,7 +148,9 @@ extension FilterEngine {
     /// - Returns: how many were applied.
     @discardableResult
     public func applyCallActions() async throws -> Int {
-        let pending = try self.store.transaction { tx in try tx.callActions(answeredOnly: false, pendingOnly: true) }
+        let pending = try self.store.transaction { tx in
+            try tx.callActions(answeredOnly: false, pendingOnly: true).compactMap(CallActionRecord.init)
+        }
         guard !pending.isEmpty else { return 0 }
         for action in pending {
             await self.reporter.apply(action.action, action.handoff)
@@ -166,91 +185,5 @@ struct CancelRequestLine: Encodable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Strings only: encoding cannot fail.
         return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-    }
-}
-
-extension FilterStateTransaction {
-    func insertCallAction(
-        account: String,
-        action: CallUserAction,
-        handoff: FilterDecision.Handoff,
-        atMs: Int64
-    ) throws(FilterStateError) {
-        try self.database.withStatement(
-            """
-            INSERT OR IGNORE INTO call_action
-            (account, call_id, action, at_ms, deadline_ms, caller_handle, display_name, has_video)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-            """
-        ) { s throws(FilterStateError) in
-            try s.bind(account, at: 1)
-            try s.bind(handoff.callID.uuidString, at: 2)
-            try s.bind(action.rawValue, at: 3)
-            try s.bind(atMs, at: 4)
-            try s.bind(handoff.ringDeadlineMs, at: 5)
-            try s.bind(handoff.callerHandle, at: 6)
-            try s.bind(handoff.displayName, at: 7)
-            try s.bind(handoff.hasVideo ? 1 : 0, at: 8)
-            try s.run()
-        }
-    }
-
-    /// Recorded actions in order: those not yet applied (`pendingOnly`), or the answers (`answeredOnly`).
-    func callActions(answeredOnly: Bool, pendingOnly: Bool = false) throws(FilterStateError) -> [CallActionRecord] {
-        try self.database.withStatement(
-            """
-            SELECT a.id, a.account, a.call_id, a.action, a.deadline_ms, a.caller_handle, a.display_name, a.has_video,
-                a.applied, c.state
-            FROM call_action a LEFT JOIN call_state c ON c.account = a.account AND c.call_id = a.call_id
-            WHERE (?1 = 0 OR a.action = 'answer') AND (?2 = 0 OR a.applied = 0)
-            ORDER BY a.id
-            """
-        ) { s throws(FilterStateError) in
-            try s.bind(answeredOnly ? 1 : 0, at: 1)
-            try s.bind(pendingOnly ? 1 : 0, at: 2)
-            var out: [CallActionRecord] = []
-            while try s.step() {
-                guard let callID = UUID(uuidString: s.text(2)), let action = CallUserAction(rawValue: s.text(3))
-                else { continue }
-                out.append(
-                    CallActionRecord(
-                        id: s.int64(0),
-                        account: s.text(1),
-                        action: action,
-                        handoff: FilterDecision.Handoff(
-                            callID: callID,
-                            callerHandle: s.text(5),
-                            displayName: s.text(6),
-                            hasVideo: s.int64(7) != 0,
-                            account: s.text(1),
-                            ringDeadlineMs: s.int64(4)
-                        ),
-                        callState: s.optionalText(9).map(StoredCallState.init(rawValue:)),
-                        applied: s.int64(8) != 0
-                    )
-                )
-            }
-            return out
-        }
-    }
-
-    func markCallActionsApplied(_ ids: [Int64]) throws(FilterStateError) {
-        for id in ids {
-            try self.database.withStatement("UPDATE call_action SET applied = 1 WHERE id = ?1") {
-                s throws(FilterStateError) in
-                try s.bind(id, at: 1)
-                try s.run()
-            }
-        }
-    }
-
-    /// Forgets applied actions of calls the state no longer knows (pruned with their calls).
-    func pruneCallActions() throws(FilterStateError) {
-        try self.database.execute(
-            """
-            DELETE FROM call_action WHERE applied = 1 AND NOT EXISTS (
-                SELECT 1 FROM call_state c WHERE c.account = call_action.account AND c.call_id = call_action.call_id)
-            """
-        )
     }
 }

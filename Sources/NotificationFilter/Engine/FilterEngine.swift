@@ -51,10 +51,7 @@ public actor FilterEngine {
         self.reporter = reporter
         self.now = now
         self.logger = logger
-        self.keptWaiting = try store.transaction { tx in
-            try tx.prepareEngineTables()
-            return try !tx.pendingPayloads(limit: 1).isEmpty
-        }
+        self.keptWaiting = try store.transaction { tx in try !tx.pendingPayloads(limit: 1).isEmpty }
         self.accountByKeyID = Self.index(accounts)
     }
 
@@ -294,7 +291,7 @@ public actor FilterEngine {
         let (rings, unfinished, refused, answered, declines) = try self.store.transaction { tx in
             (
                 try tx.rings(dueBy: Int64.max), try tx.callsEndedWithoutEndEvent(), try tx.refusedCallsWithoutEvent(),
-                try tx.callActions(answeredOnly: true), try tx.remoteDeclines()
+                try tx.callActions(answeredOnly: true).compactMap(CallActionRecord.init), try tx.remoteDeclines()
             )
         }
         let nowMs = self.now()

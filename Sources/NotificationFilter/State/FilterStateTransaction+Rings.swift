@@ -14,36 +14,10 @@ struct RingRecord: Sendable, Hashable {
     var hasVideo: Bool
 }
 
-/// The engine's own tables, beside the store's: ringing calls with their deadlines, and the durable outbox of call
-/// events (one row per event; a UNIQUE key makes a second `ringing` for the same call impossible).
+/// Ringing calls with their deadlines, the durable outbox of call events (one row per event; a UNIQUE key makes a
+/// second `ringing` for the same call impossible), callers, and declines from the caller's other devices. The
+/// tables are part of the versioned schema (``FilterStateSchema/version4``).
 extension FilterStateTransaction {
-    static let engineSchema = """
-        CREATE TABLE IF NOT EXISTS call_ring (
-            account TEXT NOT NULL, call_id TEXT NOT NULL, deadline_ms INTEGER NOT NULL,
-            caller_handle TEXT NOT NULL, display_name TEXT NOT NULL, has_video INTEGER NOT NULL,
-            PRIMARY KEY (account, call_id)) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS event_outbox (
-            id INTEGER PRIMARY KEY AUTOINCREMENT, event TEXT NOT NULL, account TEXT NOT NULL,
-            call_id TEXT NOT NULL, line TEXT NOT NULL, UNIQUE (event, account, call_id));
-        CREATE TABLE IF NOT EXISTS event_outbox_pruned (
-            id INTEGER PRIMARY KEY CHECK (id = 1), count INTEGER NOT NULL);
-        CREATE TABLE IF NOT EXISTS call_action (
-            id INTEGER PRIMARY KEY AUTOINCREMENT, account TEXT NOT NULL, call_id TEXT NOT NULL,
-            action TEXT NOT NULL, at_ms INTEGER NOT NULL, deadline_ms INTEGER NOT NULL,
-            caller_handle TEXT NOT NULL, display_name TEXT NOT NULL, has_video INTEGER NOT NULL,
-            applied INTEGER NOT NULL DEFAULT 0, UNIQUE (account, call_id, action));
-        CREATE TABLE IF NOT EXISTS call_caller (
-            account TEXT NOT NULL, call_id TEXT NOT NULL, caller_handle TEXT NOT NULL, display_name TEXT NOT NULL,
-            PRIMARY KEY (account, call_id)) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS remote_decline (
-            account TEXT NOT NULL, call_id TEXT NOT NULL, by_user TEXT NOT NULL, by_device TEXT,
-            at_ms INTEGER NOT NULL, PRIMARY KEY (account, call_id)) WITHOUT ROWID;
-        """
-
-    func prepareEngineTables() throws(FilterStateError) {
-        try self.database.execute(Self.engineSchema)
-    }
-
     /// Records a ringing call, and who calls in `call_caller`, which outlives the ring: a call that rang and ended
     /// before its events were written (a crash) is restored after a restart with the caller it rang with.
     func setRing(_ ring: RingRecord) throws(FilterStateError) {
