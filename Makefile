@@ -12,7 +12,7 @@ demo:
 	./scripts/demo.sh
 
 bench:
-	swift run -c release e2ee-bench
+	swift run --package-path Benchmarks -c release e2ee-bench
 
 asan:
 	ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-asan
@@ -23,6 +23,7 @@ tsan:
 fuzz-build:
 	swift build --package-path Fuzz -c debug --sanitize=fuzzer --sanitize=address --product FuzzEnvelope
 	swift build --package-path Fuzz -c debug --sanitize=fuzzer --sanitize=address --product FuzzFilter
+	swift build --package-path Fuzz -c debug --sanitize=fuzzer --sanitize=address --product FuzzDeviceList
 
 corpus:
 	python3 scripts/fuzz-corpus.py Fuzz/corpus
@@ -34,8 +35,9 @@ fuzz: fuzz-build corpus
 	$(FUZZ_BIN)/$(FUZZ_TARGET) -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -artifact_prefix=Fuzz/crashers/ \
 		Fuzz/work-$(FUZZ_TARGET) Fuzz/corpus Fixtures/fuzz-regressions
 
-# The short bounded run CI does: both targets, FUZZ_SECONDS each.
+# The short bounded run CI does: every target, FUZZ_SECONDS each.
 fuzz-ci: fuzz-build corpus
-	mkdir -p Fuzz/crashers Fuzz/work-FuzzEnvelope Fuzz/work-FuzzFilter
+	mkdir -p Fuzz/crashers Fuzz/work-FuzzEnvelope Fuzz/work-FuzzFilter Fuzz/work-FuzzDeviceList
 	$(FUZZ_BIN)/FuzzEnvelope -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -artifact_prefix=Fuzz/crashers/ Fuzz/work-FuzzEnvelope Fuzz/corpus Fixtures/fuzz-regressions
 	$(FUZZ_BIN)/FuzzFilter -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -artifact_prefix=Fuzz/crashers/ Fuzz/work-FuzzFilter Fuzz/corpus Fixtures/fuzz-regressions
+	$(FUZZ_BIN)/FuzzDeviceList -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -artifact_prefix=Fuzz/crashers/ Fuzz/work-FuzzDeviceList Fuzz/corpus Fixtures/fuzz-regressions

@@ -8,7 +8,9 @@
 //   Sender             building uniform APNs requests, the APNs HTTP/2 provider, token auth
 //   APNsGateway        a local APNs-compatible HTTP/2 + TLS server (tests, demo)
 //   NotificationFilter the device side: decisions, call reporter, durable state (no HTTP/TLS stack)
+//   Relay              the app's push server (e2ee-relay): device lists, delivery tokens, durable queue, APNs delivery
 //   e2ee-*             thin executables over those libraries
+// The benchmarks (Benchmarks/) and fuzz targets (Fuzz/) are nested packages depending on this one by path.
 import PackageDescription
 
 let strictSettings: [SwiftSetting] = [
@@ -27,12 +29,12 @@ let package = Package(
         .library(name: "Sender", targets: ["Sender"]),
         .library(name: "NotificationFilter", targets: ["NotificationFilter"]),
         .library(name: "APNsGateway", targets: ["APNsGateway"]),
+        .library(name: "Relay", targets: ["Relay"]),
         .executable(name: "e2ee-send", targets: ["e2ee-send"]),
         .executable(name: "e2ee-filter", targets: ["e2ee-filter"]),
         .executable(name: "e2ee-gateway", targets: ["e2ee-gateway"]),
+        .executable(name: "e2ee-relay", targets: ["e2ee-relay"]),
         .executable(name: "e2ee-vectors", targets: ["e2ee-vectors"]),
-        .executable(name: "e2ee-bench", targets: ["e2ee-bench"]),
-        .executable(name: "e2ee-filter-bench", targets: ["e2ee-filter-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -42,7 +44,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         // MARK: C libraries
@@ -110,6 +117,30 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "Relay",
+            dependencies: [
+                "E2EECore",
+                "Sender",
+                "CSQLite",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
 
         // MARK: Executables (thin: parse arguments, call a builder in a library)
         .executableTarget(
@@ -144,31 +175,20 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .executableTarget(
+            name: "e2ee-relay",
+            dependencies: [
+                "Relay",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
             name: "e2ee-vectors",
             dependencies: ["E2EECore", "E2EETestVectors"],
             swiftSettings: strictSettings
         ),
-        .executableTarget(
-            name: "e2ee-bench",
-            dependencies: [
-                "E2EECore",
-                "CSodium",
-                .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            swiftSettings: strictSettings
-        ),
-
-        .executableTarget(
-            name: "e2ee-filter-bench",
-            dependencies: [
-                "NotificationFilter",
-                "E2EECore",
-                "CSodium",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strictSettings
-        ),
-
         // MARK: Tests
         // What several test targets share: the one process runner, and in-memory logs.
         .target(
@@ -224,11 +244,31 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "RelayTests",
+            dependencies: [
+                "Relay",
+                "Sender",
+                "E2EECore",
+                "APNsGateway",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "InMemoryLogging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "NotificationFilterTests",
             dependencies: [
                 "TestSupport",
                 "NotificationFilter",
                 "E2EECore",
+                "Sender",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

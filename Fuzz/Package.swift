@@ -15,6 +15,11 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6), .unsafeFlags(["-parse-as-library"])]
         ),
         .executableTarget(
+            name: "FuzzDeviceList",
+            dependencies: [.product(name: "E2EECore", package: "e2ee-call-notifications")],
+            swiftSettings: [.swiftLanguageMode(.v6), .unsafeFlags(["-parse-as-library"])]
+        ),
+        .executableTarget(
             name: "FuzzFilter",
             dependencies: [
                 .product(name: "E2EECore", package: "e2ee-call-notifications"),

@@ -17,4 +17,14 @@ for group in ("positive", "negative"):
         if "envelope" in v:
             open(os.path.join(out, f"{group}-{v['name']}.envelope"), "wb").write(bytes.fromhex(v["envelope"]))
             n += 1
+# Device lists, requests and pins files (FuzzDeviceList).
+lists = vectors.get("device_lists", {})
+for group in ("positive", "negative", "device_requests"):
+    for v in lists.get(group, []):
+        open(os.path.join(out, f"list-{group}-{v['name']}.json"), "wb").write(v["json"].encode())
+        n += 1
+for v in lists.get("pin_checks", []) + lists.get("negative", []):
+    if v.get("pins"):
+        open(os.path.join(out, f"pins-{v['name']}.json"), "wb").write(v["pins"].encode())
+        n += 1
 print(f"fuzz corpus: {n} seeds in {out}")

@@ -1,22 +1,26 @@
 #!/usr/bin/env python3
-"""The end-to-end demo: alice calls and texts bob through a local APNs gateway; bob's filter decides each push.
+"""The end-to-end demo: alice calls and texts bob, who has a phone and a tablet, through a local APNs gateway.
 
 Runs the release binaries from --bin (e2ee-send, e2ee-gateway, e2ee-filter) in a fresh temporary folder (or
 --work DIR):
 
-  1. identities: alice (caller) and bob (recipient, with a device token); bob rotates his device key after a copy
-     of his OLD card is kept;
-  2. an APNs provider key (ES256) for the gateway and the sender;
-  3. e2ee-gateway serve: TLS + HTTP/2 on 127.0.0.1, an ephemeral port, pushes appended to a spool file;
-  4. e2ee-filter run: bob's device, following the spool, writing decisions and call events;
-  5. a scripted mix of pushes delivered over HTTP/2 by e2ee-send (batch --deliver, and deliver for replaying a
-     push byte for byte and for a tampered copy);
-  6. waits for one decision per push, then SIGTERM to the filter (must exit 0) and the gateway;
-  7. prints what the relay and Apple saw next to what the device decided, and checks every decision.
+  1. identities: alice (one device) and bob's phone (keygen: it holds bob's user key); bob rotates the phone's
+     device key after a copy of his OLD list is kept; bob's tablet makes a device request and the phone signs it in;
+  2. an APNs provider key (ES256) for the gateway and the senders;
+  3. e2ee-gateway serve: TLS + HTTP/2 on 127.0.0.1, an ephemeral port, every push appended to one spool file;
+  4. three e2ee-filter run daemons on that spool, each taking only its own device token: bob's phone, bob's
+     tablet, alice's phone;
+  5. a scripted mix of pushes delivered over HTTP/2 by e2ee-send: every message to bob fans out to both of his
+     devices; the phone answers one call (e2ee-filter answer | e2ee-send batch) and the tablet stops; the tablet
+     declines another and the phone stops while alice's phone learns it was declined; bob removes the tablet and
+     the next text reaches the phone only; a copy of bob's list with an injected device is refused by the sender;
+  6. waits for one decision per push on the device it was addressed to, then SIGTERM to every filter (each must
+     exit 0) and the gateway;
+  7. prints what the relay and Apple saw next to what each device decided, and checks every decision.
 
 Exit status 0 only if every decision and reason is the expected one, every push carried the same headers (except
-apns-id) and the same body length, the filter exited 0 on SIGTERM and no call rang twice. Python 3 standard
-library only.
+apns-id) and the same body length, every filter exited 0 on SIGTERM and no call rang twice on a device. Python 3
+standard library only.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from dataclasses import dataclass, field
 TEAM_ID = "TEAM123456"
 KEY_ID = "KEY1234567"
 TOPIC = "com.example.e2ee"
+DEVICES = ("bob/phone", "bob/tablet", "alice/phone")
 STEP_TIMEOUT_S = 60  # any single e2ee-send / provider-key run
 DECISIONS_TIMEOUT_S = 60  # all decisions written
 START_TIMEOUT_S = 30  # the gateway's port file
@@ -56,6 +61,8 @@ class Push:
     expected: tuple[str, str]  # (decision, reason)
     apns_id: str = ""
     call: str | None = None
+    device: str = ""  # user/device it was addressed to
+    sender: str = ""  # user/device that sent it
 
 
 @dataclass
@@ -65,7 +72,9 @@ class Demo:
     started: float = field(default_factory=time.monotonic)
     children: list[subprocess.Popen] = field(default_factory=list)
     pushes: list[Push] = field(default_factory=list)
-    call_labels: dict[str, str] = field(default_factory=dict)  # call id (upper) -> C1..C4
+    call_labels: dict[str, str] = field(default_factory=dict)  # call id (upper) -> C1..C5
+    actions: list[tuple[str, str, str, str]] = field(default_factory=list)
+    refusals: list[tuple[str, str, tuple[int, str]]] = field(default_factory=list)
     timings: list[tuple[str, float]] = field(default_factory=list)
 
     # ----- helpers -----
@@ -79,7 +88,7 @@ class Demo:
             raise DemoError(f"{exe} is missing: build it first (bash scripts/demo.sh builds the release binaries)")
         return exe
 
-    def run(self, name: str, args: list[str], stdin: str | None = None, check: bool = True) -> str:
+    def run(self, name: str, args: list[str], stdin: str | None = None, check: bool = True, status: bool = False):
         """Runs a tool to completion (bounded by STEP_TIMEOUT_S) and returns its stdout."""
         cmd = [self.tool(name)] + args
         try:
@@ -92,6 +101,8 @@ class Demo:
             raise DemoError(
                 f"{name} {args[0]} exited {done.returncode}:\n{done.stderr.strip()}\nstdout:\n{done.stdout.strip()}"
             )
+        if status:
+            return done.returncode, done.stderr
         return done.stdout
 
     def spawn(self, name: str, args: list[str], log: str) -> subprocess.Popen:
@@ -134,30 +145,41 @@ class Demo:
     # ----- steps -----
 
     def identities(self) -> None:
-        self.device_token = secrets.token_hex(32)
-        for folder in ("alice", "bob", "contacts-alice", "contacts-bob", "keys", "run", "run/tls"):
+        self.tokens = {dev: secrets.token_hex(32) for dev in DEVICES}
+        for folder in ("alice", "bob-phone", "bob-tablet", "contacts-alice", "contacts-bob", "keys", "run", "run/tls",
+                       "injected"):
             os.makedirs(self.path(folder), exist_ok=True)
-        self.run("e2ee-send", ["keygen", "--user-id", "alice", "--display-name", "Alice", "--out-dir", "alice"])
-        self.run(
-            "e2ee-send",
-            ["keygen", "--user-id", "bob", "--display-name", "Bob", "--out-dir", "bob",
-             "--device-token", self.device_token, "--topic", TOPIC],
-        )
-        shutil.copyfile(self.path("bob", "bob.card.json"), self.path("bob-old.card.json"))
-        # rotate keeps the push section of the card it overwrites, so start from bob's current card.
-        shutil.copyfile(self.path("bob", "bob.card.json"), self.path("contacts-alice", "bob.card.json"))
-        self.run(
-            "e2ee-send",
-            ["rotate", "--identity", "bob/bob.identity", "--card-out", "contacts-alice/bob.card.json"],
-        )
+        self.run("e2ee-send", ["keygen", "--user-id", "alice", "--device-id", "phone", "--display-name", "Alice",
+                               "--out-dir", "alice", "--device-token", self.tokens["alice/phone"], "--topic", TOPIC])
+        self.run("e2ee-send", ["keygen", "--user-id", "bob", "--device-id", "phone", "--display-name", "Bob",
+                               "--out-dir", "bob-phone", "--device-token", self.tokens["bob/phone"], "--topic", TOPIC])
+        shutil.copyfile(self.path("bob-phone", "bob.card.json"), self.path("bob-old.card.json"))
+        # The phone holds bob's user key: rotating re-signs bob's list (version 2) with the new key.
+        self.run("e2ee-send", ["rotate", "--identity", "bob-phone/bob.identity"])
+        # The tablet asks to be signed in; the phone signs it in (version 3).
+        self.run("e2ee-send", ["device", "request", "--user-id", "bob", "--device-id", "tablet", "--display-name", "Bob",
+                               "--out-dir", "bob-tablet", "--device-token", self.tokens["bob/tablet"], "--topic", TOPIC])
+        self.run("e2ee-send", ["device", "add", "--identity", "bob-phone/bob.identity", "--card", "bob-phone/bob.card.json",
+                               "--request", "bob-tablet/bob.tablet.request.json"])
+        self.publish_bob()
+        shutil.copyfile(self.path("bob-phone", "bob.card.json"), self.path("bob-v3.card.json"))
         shutil.copyfile(self.path("alice", "alice.card.json"), self.path("contacts-bob", "alice.card.json"))
+        shutil.copyfile(self.path("alice", "alice.card.json"), self.path("contacts-alice", "alice.card.json"))
         old = json.load(open(self.path("bob-old.card.json")))
         new = json.load(open(self.path("contacts-alice", "bob.card.json")))
-        if len(new["device_keys"]) != 2 or new.get("push", {}).get("device_token") != self.device_token:
-            raise DemoError("the rotated card of bob should have two device keys and keep the device token")
-        self.old_key = old["device_keys"][-1]["key_id"]
-        self.new_key = [k for k in new["device_keys"] if "retired_at_ms" not in k][-1]["key_id"]
-        self.mark("identities")
+        devices = {d["device_id"]: d for d in new["devices"]}
+        if new["list_version"] != 3 or sorted(devices) != ["phone", "tablet"]:
+            raise DemoError(f"bob's list should be version 3 with phone and tablet, got {new['list_version']} {sorted(devices)}")
+        if len(devices["phone"]["device_keys"]) != 2 or devices["phone"]["push"]["device_token"] != self.tokens["bob/phone"]:
+            raise DemoError("bob's phone should have two device keys after rotating and keep its device token")
+        self.old_key = old["devices"][0]["device_keys"][-1]["key_id"]
+        self.fingerprint = self.run("e2ee-send", ["device", "list", "--card", "contacts-alice/bob.card.json"])
+        self.mark("identities (bob: phone + tablet, list v3)")
+
+    def publish_bob(self) -> None:
+        """What a relay would do: everyone fetches bob's current list."""
+        for folder in ("contacts-alice", "contacts-bob"):
+            shutil.copyfile(self.path("bob-phone", "bob.card.json"), self.path(folder, "bob.card.json"))
 
     def provider_key(self) -> None:
         self.run("e2ee-gateway", ["provider-key", "--team-id", TEAM_ID, "--key-id", KEY_ID, "--out-dir", "keys"])
@@ -187,100 +209,193 @@ class Demo:
             time.sleep(0.05)
         self.mark("gateway listening")
 
-    def start_filter(self) -> None:
-        self.filter = self.spawn(
-            "e2ee-filter",
-            ["run", "--identity", "bob/bob.identity", "--contacts", "contacts-bob", "--spool", self.spool,
-             "--output", "decisions.jsonl", "--events", "events.jsonl", "--state", "state.sqlite"],
-            "filter.log",
-        )
-        time.sleep(0.2)
-        if self.filter.poll() is not None:
-            raise DemoError(f"e2ee-filter exited {self.filter.returncode} at start: see {self.path('filter.log')}")
-        self.mark("filter following the spool")
+    def start_filters(self) -> None:
+        self.filters: dict[str, subprocess.Popen] = {}
+        for dev in DEVICES:
+            user, name = dev.split("/")
+            folder = self.identity_folder(dev)
+            contacts = "contacts-alice" if user == "alice" else "contacts-bob"
+            tag = dev.replace("/", "-")
+            self.filters[dev] = self.spawn(
+                "e2ee-filter",
+                ["run", "--identity", f"{folder}/{user}.identity", "--contacts", contacts, "--spool", self.spool,
+                 "--device-token", self.tokens[dev], "--output", f"{tag}.decisions.jsonl",
+                 "--events", f"{tag}.events.jsonl", "--state", f"{tag}.sqlite"],
+                f"{tag}.filter.log",
+            )
+        time.sleep(0.3)
+        for dev, child in self.filters.items():
+            if child.poll() is not None:
+                raise DemoError(f"e2ee-filter ({dev}) exited {child.returncode} at start: see its .filter.log")
+        self.mark("3 filters following the spool")
+
+    @staticmethod
+    def identity_folder(dev: str) -> str:
+        return {"alice/phone": "alice", "bob/phone": "bob-phone", "bob/tablet": "bob-tablet"}[dev]
 
     def delivery_flags(self) -> list[str]:
-        # --window 1: one push in flight at a time, so the spool (and the device) sees them in the scripted order.
+        # --window 1: one push in flight at a time, so the spool (and the devices) see them in the scripted order.
         return ["--deliver", "--apns-url", f"https://127.0.0.1:{self.port}", "--apns-ca", self.path("run", "tls", "ca.pem"),
                 "--apns-key-file", self.p8, "--apns-key-id", KEY_ID, "--apns-team-id", TEAM_ID, "--window", "1"]
 
-    def send_batch(self, items: list[tuple[Push, dict]]) -> None:
-        """Delivers requests with `e2ee-send batch --deliver` and records each push's apns-id."""
-        lines = "".join(json.dumps(request) + "\n" for _, request in items)
+    def send_batch(self, items: list[tuple[str, dict, dict[str, tuple[str, str]]]], sender: str = "alice/phone",
+                   extra: list[str] | None = None) -> None:
+        """Delivers requests with `e2ee-send batch --deliver`; `items` are (label, request, expected per device)."""
+        user = sender.split("/")[0]
+        lines = "".join(json.dumps(request) + "\n" for _, request, _ in items)
         out = self.run(
             "e2ee-send",
-            ["batch", "--identity", "alice/alice.identity", "--contacts", "contacts-alice", "--topic", TOPIC]
-            + self.delivery_flags(),
+            ["batch", "--identity", f"{self.identity_folder(sender)}/{user}.identity",
+             "--contacts", f"contacts-{user}"] + (extra or []) + self.delivery_flags(),
             stdin=lines,
         )
-        self.record_results(out, [push for push, _ in items], "batch")
+        self.record_results(out, [(label, expected, request) for label, request, expected in items], "batch", sender)
 
-    def send_lines(self, items: list[tuple[Push, str]]) -> None:
-        """Delivers request lines as they are with `e2ee-send deliver`."""
-        lines = "".join(line + "\n" for _, line in items)
+    def send_lines(self, items: list[tuple[str, str, dict[str, tuple[str, str]]]]) -> None:
+        """Delivers request lines as they are with `e2ee-send deliver` (one line per device)."""
+        lines = "".join(line + "\n" for _, line, _ in items)
         out = self.run("e2ee-send", ["deliver"] + self.delivery_flags()[1:], stdin=lines)
-        self.record_results(out, [push for push, _ in items], "deliver")
-
-    def record_results(self, out: str, pushes: list[Push], command: str) -> None:
         results = [json.loads(line) for line in out.splitlines() if line.strip()]
-        if len(results) != len(pushes):
-            raise DemoError(f"e2ee-send {command} printed {len(results)} result lines for {len(pushes)} pushes")
-        for push, result in zip(pushes, results):
-            if not result.get("ok") or result.get("status") != 200:
-                raise DemoError(f"{push.label}: not delivered: {json.dumps(result)}")
-            push.apns_id = result["apns_id"].lower()
-            self.pushes.append(push)
+        if len(results) != len(items):
+            raise DemoError(f"e2ee-send deliver printed {len(results)} result lines for {len(items)} pushes")
+        for (label, line, expected), result in zip(items, results):
+            device = "bob/" + json.loads(line)["device"]
+            self.add_push(label, device, expected[device], result, "alice/phone", None)
 
-    def print_request(self, args: list[str]) -> str:
-        """One request line as `e2ee-send <kind>` prints it without --deliver."""
+    def record_results(self, out: str, items: list[tuple[str, dict[str, tuple[str, str]], dict]], command: str,
+                       sender: str) -> None:
+        results = [json.loads(line) for line in out.splitlines() if line.strip()]
+        want = sum(len(expected) for _, expected, _ in items)
+        if len(results) != want:
+            raise DemoError(f"e2ee-send {command} printed {len(results)} result lines for {want} pushes: {out}")
+        index = 0
+        for label, expected, request in items:
+            for _ in range(len(expected)):
+                result = results[index]
+                index += 1
+                device = request["to"].split("/")[-1].replace(".card.json", "") if "/" in request["to"] else request["to"]
+                device = f"{device}/{result.get('device')}"
+                if device not in expected:
+                    raise DemoError(f"{label}: a push went to {device}, which should get nothing: {json.dumps(result)}")
+                self.add_push(label, device, expected[device], result, sender, request.get("call_id"))
+
+    def add_push(self, label: str, device: str, expected: tuple[str, str], result: dict, sender: str,
+                 call: str | None) -> None:
+        if not result.get("ok") or result.get("status") != 200:
+            raise DemoError(f"{label} → {device}: not delivered: {json.dumps(result)}")
+        self.pushes.append(Push(label, expected, result["apns_id"].lower(), call, device, sender))
+
+    def print_request(self, args: list[str]) -> list[str]:
+        """The request lines `e2ee-send <kind>` prints without --deliver: one per device of bob's list."""
         out = self.run(
             "e2ee-send",
-            args + ["--identity", "alice/alice.identity", "--contacts", "contacts-alice", "--to", "bob", "--topic", TOPIC],
+            args + ["--identity", "alice/alice.identity", "--contacts", "contacts-alice", "--to", "bob"],
         )
-        return out.strip()
+        return [line for line in out.splitlines() if line.strip()]
+
+    def user_action(self, device: str, action: str, call: str) -> None:
+        """`e2ee-filter answer|decline` on one device, piped into `e2ee-send batch` from that device."""
+        user = device.split("/")[0]
+        folder = self.identity_folder(device)
+        tag = device.replace("/", "-")
+        lines = self.run(
+            "e2ee-filter",
+            [action, "--identity", f"{folder}/{user}.identity", "--contacts", "contacts-bob", "--state", f"{tag}.sqlite",
+             "--call-id", call],
+        )
+        self.actions.append((device, action, self.call_labels[call.upper()], lines.strip()))
+        return lines
 
     def deliver_mix(self) -> None:
-        c1, c2, c3, c4 = (str(uuid.uuid4()).upper() for _ in range(4))
-        self.call_labels = {c1: "C1", c2: "C2", c3: "C3", c4: "C4"}
+        c1, c2, c3, c4, c5 = (str(uuid.uuid4()).upper() for _ in range(5))
+        self.call_labels = {c1: "C1", c2: "C2", c3: "C3", c4: "C4", c5: "C5"}
+        both = lambda d, r: {"bob/phone": (d, r), "bob/tablet": (d, r)}  # noqa: E731
         text_id = secrets.token_hex(16)
         now_ms = int(time.time() * 1000)
         self.send_batch([
-            (Push("call C1", ("ring", "fresh-invite"), call=c1),
-             {"kind": "call", "to": "bob", "call_id": c1, "ring_timeout": 30}),
-            (Push("text", ("alert", "text")),
-             {"kind": "text", "to": "bob", "thread": "lunch", "title": "Lunch", "body": "Noon at the usual place?",
-              "message_id": text_id}),
-            (Push("receipt for the text", ("silence", "receipt")),
-             {"kind": "receipt", "to": "bob", "message_ids": [text_id]}),
-            (Push("cancel C1 while it rings", ("silence", "call-cancelled"), call=c1),
-             {"kind": "cancel", "to": "bob", "call_id": c1, "reason": "remoteEnded"}),
-            (Push("call C2 sent 120 s ago", ("missed-call", "invite-expired"), call=c2),
-             {"kind": "call", "to": "bob", "call_id": c2, "ring_timeout": 30, "sent_at_ms": now_ms - 120_000}),
-            (Push("call C3", ("ring", "fresh-invite"), call=c3),
-             {"kind": "call", "to": "bob", "call_id": c3, "ring_timeout": 30, "video": True}),
-            (Push("call C3 again, new message id", ("silence", "duplicate-call"), call=c3),
-             {"kind": "call", "to": "bob", "call_id": c3, "ring_timeout": 30, "video": True}),
+            ("call C1", {"kind": "call", "to": "bob", "call_id": c1, "ring_timeout": 60}, both("ring", "fresh-invite")),
         ])
-        self.mark("batch 1 delivered (7 pushes)")
-
-        replay = self.print_request(["text", "--thread", "lunch", "--body", "See you there."])
-        tampered = self.tamper(self.print_request(["text", "--thread", "lunch", "--body", "This will not open."]))
-        self.send_lines([
-            (Push("text (first copy)", ("alert", "text")), replay),
-            (Push("same push replayed byte for byte", ("silence", "replay")), replay),
-            (Push("tampered push (1 base64 char)", ("fallback", "open-failed")), tampered),
-        ])
-        self.mark("deliver: replay and tampered copy (3 pushes)")
+        self.wait_for("bob/phone", 1, "C1 ringing on bob's phone")
+        self.wait_for("bob/tablet", 1, "C1 ringing on bob's tablet")
+        # bob answers on the phone: the phone's filter records it and prints the cancel for bob's other devices.
+        lines = self.user_action("bob/phone", "answer", c1)
+        self.send_batch([("phone answered C1", json.loads(line), {"bob/tablet": ("silence", "answered-elsewhere")})
+                         for line in lines.splitlines() if line.strip()], sender="bob/phone")
+        self.mark("C1 answered on the phone")
 
         self.send_batch([
-            (Push("text sealed to bob's OLD card", ("alert", "text")),
-             {"kind": "text", "to": self.path("bob-old.card.json"), "body": "Sent to your previous device key."}),
-            (Push("cancel C4 overtakes its invite", ("silence", "cancel-before-invite"), call=c4),
-             {"kind": "cancel", "to": "bob", "call_id": c4, "reason": "remoteEnded"}),
-            (Push("call C4 arrives after its cancel", ("missed-call", "cancelled-before-invite"), call=c4),
-             {"kind": "call", "to": "bob", "call_id": c4, "ring_timeout": 30}),
+            ("text", {"kind": "text", "to": "bob", "thread": "lunch", "title": "Lunch", "body": "Noon at the usual place?",
+                      "message_id": text_id}, both("alert", "text")),
+            ("receipt for the text", {"kind": "receipt", "to": "bob", "message_ids": [text_id]}, both("silence", "receipt")),
+            ("alice hangs up C1", {"kind": "cancel", "to": "bob", "call_id": c1, "reason": "remoteEnded"},
+             {"bob/phone": ("silence", "call-cancelled"), "bob/tablet": ("silence", "cancel-for-ended-call")}),
+            ("call C2 sent 120 s ago", {"kind": "call", "to": "bob", "call_id": c2, "ring_timeout": 30,
+                                        "sent_at_ms": now_ms - 120_000}, both("missed-call", "invite-expired")),
+            ("call C3", {"kind": "call", "to": "bob", "call_id": c3, "ring_timeout": 60, "video": True},
+             both("ring", "fresh-invite")),
+            ("call C3 again, new message id", {"kind": "call", "to": "bob", "call_id": c3, "ring_timeout": 60,
+                                               "video": True}, both("silence", "duplicate-call")),
         ])
-        self.mark("batch 2 delivered (3 pushes)")
+        self.mark("batch 1 delivered")
+        self.wait_for("bob/tablet", len([p for p in self.pushes if p.device == "bob/tablet"]), "batch 1 on the tablet")
+        # bob declines C3 on the tablet: his phone stops, alice's phone learns the callee declined.
+        lines = self.user_action("bob/tablet", "decline", c3)
+        requests = [json.loads(line) for line in lines.splitlines() if line.strip()]
+        self.send_batch(
+            [("tablet declined C3", r, {"bob/phone": ("silence", "declined-elsewhere")} if r["to"] == "bob"
+              else {"alice/phone": ("silence", "declined-by-callee")}) for r in requests],
+            sender="bob/tablet",
+        )
+        self.mark("C3 declined on the tablet")
+
+        replay = self.print_request(["text", "--thread", "lunch", "--body", "See you there."])
+        tampered = [self.tamper(line) for line in self.print_request(["text", "--thread", "lunch", "--body", "No."])]
+        self.send_lines(
+            [("text (first copy)", line, both("alert", "text")) for line in replay]
+            + [("same push replayed byte for byte", line, both("silence", "replay")) for line in replay]
+            + [("tampered push (1 base64 char)", line, both("fallback", "open-failed")) for line in tampered]
+        )
+        self.mark("deliver: replay and tampered copies")
+
+        # bob's OLD list (version 1: the phone only, its old key): alice has seen version 3, so her sender refuses it
+        # as a rollback; a sender that never saw a newer list (fresh pins) uses it, and the old key still opens.
+        refused = self.run("e2ee-send", ["text", "--identity", "alice/alice.identity", "--to", self.path("bob-old.card.json"),
+                                         "--body", "rolled back"], check=False, status=True)
+        self.refusals.append(("bob's old list (v1) after v3", "older than version 3", refused))
+        self.send_batch([
+            ("text sealed to bob's OLD key", {"kind": "text", "to": self.path("bob-old.card.json"),
+                                              "body": "Sent to your previous device key."},
+             {"bob-old/phone": ("alert", "text")}),
+        ], extra=["--pins", self.path("run", "fresh-pins.json")])
+        self.send_batch([
+            ("cancel C4 overtakes its invite", {"kind": "cancel", "to": "bob", "call_id": c4, "reason": "remoteEnded"},
+             both("silence", "cancel-before-invite")),
+            ("call C4 arrives after its cancel", {"kind": "call", "to": "bob", "call_id": c4, "ring_timeout": 30},
+             both("missed-call", "cancelled-before-invite")),
+        ])
+        self.mark("batch 2 delivered")
+
+        # bob lost his tablet: the phone removes it (version 4); the next text reaches the phone only.
+        self.run("e2ee-send", ["device", "remove", "--identity", "bob-phone/bob.identity", "--card", "bob-phone/bob.card.json",
+                               "--device-id", "tablet"])
+        self.publish_bob()
+        self.send_batch([
+            ("text after the tablet was removed", {"kind": "text", "to": "bob", "body": "Only your phone sees this."},
+             {"bob/phone": ("alert", "text")}),
+        ])
+        # Whoever serves lists injects a device of its own into bob's list: the sender refuses it.
+        # (The removed tablet's entry, renamed: its certificate names "tablet", so it signs nothing in as "ghost".)
+        card = json.load(open(self.path("contacts-alice", "bob.card.json")))
+        ghost = [d for d in json.load(open(self.path("bob-v3.card.json")))["devices"] if d["device_id"] == "tablet"][0]
+        ghost["device_id"] = "ghost"
+        card["devices"].append(ghost)
+        with open(self.path("injected", "bob.card.json"), "w") as out:
+            json.dump(card, out, indent=2, sort_keys=True)
+        refused = self.run("e2ee-send", ["text", "--identity", "alice/alice.identity", "--to",
+                                         self.path("injected", "bob.card.json"), "--body", "to a ghost"],
+                           check=False, status=True)
+        self.refusals.append(("bob's list with an injected device", "did not sign in", refused))
+        self.mark("tablet removed; injected list refused")
 
     @staticmethod
     def tamper(line: str) -> str:
@@ -299,72 +414,110 @@ class Demo:
         request["body"] = request["body"][:start] + changed + request["body"][start + len(envelope):]
         return json.dumps(request, separators=(",", ":"), sort_keys=True)
 
-    def wait_for_decisions(self) -> list[dict]:
-        path = self.path("decisions.jsonl")
-        want = len(self.pushes)
+    def decisions_of(self, device: str) -> list[dict]:
+        path = self.path(device.replace("/", "-") + ".decisions.jsonl")
+        if not os.path.exists(path):
+            return []
+        return [json.loads(line) for line in open(path).read().splitlines() if line.strip()]
+
+    def wait_for(self, device: str, want: int, what: str) -> list[dict]:
         deadline = time.monotonic() + DECISIONS_TIMEOUT_S
         while True:
-            lines = []
-            if os.path.exists(path):
-                lines = [line for line in open(path).read().splitlines() if line.strip()]
-            if len(lines) >= want:
-                self.mark(f"{want} decisions written")
-                return [json.loads(line) for line in lines]
-            if self.filter.poll() is not None:
-                raise DemoError(f"e2ee-filter exited {self.filter.returncode} early: see {self.path('filter.log')}")
+            decisions = self.decisions_of(device)
+            if len(decisions) >= want:
+                return decisions
+            child = self.filters[device]
+            if child.poll() is not None:
+                raise DemoError(f"e2ee-filter ({device}) exited {child.returncode} early: see its .filter.log")
             if time.monotonic() > deadline:
-                raise DemoError(
-                    f"only {len(lines)} of {want} decisions after {DECISIONS_TIMEOUT_S} s: see "
-                    f"{path} and {self.path('filter.log')}"
-                )
-            time.sleep(0.1)
+                raise DemoError(f"{what}: only {len(decisions)} of {want} decisions after {DECISIONS_TIMEOUT_S} s")
+            time.sleep(0.05)
+
+    def wait_for_decisions(self) -> None:
+        for dev in DEVICES:
+            self.wait_for(dev, len([p for p in self.pushes if self.device_of(p) == dev]), f"decisions of {dev}")
+        self.mark(f"{len(self.pushes)} decisions written")
+
+    @staticmethod
+    def device_of(push: "Push") -> str:
+        return "bob/phone" if push.device == "bob-old/phone" else push.device
 
 
 def cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def report(demo: Demo, spool: list[dict], decisions: list[dict], events: list[dict], filter_status: int,
-           gateway_status: int) -> list[str]:
+def report(demo: Demo, spool: list[dict], statuses: dict[str, int], gateway_status: int) -> list[str]:
     """Prints the table and the checks; returns the list of failures."""
     failures: list[str] = []
-    by_seq = {d["seq"]: d for d in decisions}
-    if [r["apns_id"].lower() for r in spool] != [p.apns_id for p in demo.pushes]:
-        failures.append("the spool does not hold the delivered pushes in the scripted order (apns-ids differ)")
+    decisions = {dev: {d["seq"]: d for d in demo.decisions_of(dev)} for dev in DEVICES}
+    # Pushes to different devices may reach the spool in either order (fan-out); each device's must be in order.
+    # A push replayed byte for byte carries the same apns-id: its copies are matched in spool order.
+    queues: dict[str, list[dict]] = {}
+    for r in spool:
+        queues.setdefault(r["apns_id"].lower(), []).append(r)
+    records = [queues[p.apns_id].pop(0) if queues.get(p.apns_id) else None for p in demo.pushes]
+    device_of_token = {token: dev for dev, token in demo.tokens.items()}
+    for dev in DEVICES:
+        got_order = [r["apns_id"].lower() for r in spool if device_of_token.get(r["device_token"].lower()) == dev]
+        want_order = [p.apns_id for p in demo.pushes if demo.device_of(p) == dev]
+        if got_order != want_order:
+            failures.append(f"the spool does not hold {dev}'s pushes in the scripted order: spool "
+                            f"{[a[:8] for a in got_order]}, sent {[a[:8] for a in want_order]}")
 
-    head = (f"{'#':>2}  {'push (sender side)':<34} | {'type':<5} {'prio':<4} {'exp':<3} {'topic':<16} {'collapse':<8} "
-            f"{'bytes':>5} | {'decision':<11} {'reason':<23} {'kind':<11} {'alert':<28} | ok")
     print()
-    print(f"{'':38} | {'what the relay and Apple saw':<48} | {'what the device decided'}")
+    print("bob's device list as alice's sender shows it (e2ee-send device list):")
+    for line in demo.fingerprint.splitlines():
+        print(f"  {line}")
+    head = (f"{'#':>2}  {'push (sender side)':<33} {'to device':<12} | {'type':<5} {'prio':<4} {'exp':<3} "
+            f"{'collapse':<8} {'bytes':>5} | {'decision':<11} {'reason':<22} {'from':<11} | ok")
+    print()
+    print(f"{'':50} | {'what the relay and Apple saw':<30} | {'what that device decided'}")
     print(head)
     print("-" * len(head))
     passed = failed = 0
     for index, push in enumerate(demo.pushes):
-        record = spool[index] if index < len(spool) else None
-        decision = by_seq.get(record["seq"]) if record else None
+        record = records[index]
+        device = demo.device_of(push)
+        decision = decisions[device].get(record["seq"]) if record else None
         headers = record["headers"] if record else {}
         body = record.get("body") if record else None
         length = len(body.encode()) if body is not None else len(base64.b64decode(record.get("body_base64", ""))) if record else 0
         got = (decision["decision"], decision["reason"]) if decision else ("-", "-")
-        alert = ""
-        if decision and decision.get("alert") and decision["decision"] in ("alert", "missed-call"):
-            a = decision["alert"]
-            alert = (a.get("subtitle") + ": " if a.get("subtitle") else "") + a.get("body", "")
-        ok = got == push.expected
+        # The decision names the sending device (from the signing key id, via the sender's device list).
+        sent_by = (decision or {}).get("sender_device")
+        sender = f"{push.sender.split('/')[0]}/{sent_by}" if sent_by else "-"
+        ok = got == push.expected and (sent_by is None or sent_by == push.sender.split("/")[1])
         passed += ok
         failed += not ok
         if not ok:
             failures.append(
-                f"push {index + 1} ({push.label}): expected {push.expected[0]}/{push.expected[1]}, "
-                f"got {got[0]}/{got[1]}; spool seq {record['seq'] if record else '-'}, apns-id {push.apns_id}"
+                f"push {index + 1} ({push.label} → {push.device}): expected {push.expected[0]}/{push.expected[1]}, "
+                f"got {got[0]}/{got[1]} from device {sent_by}; spool seq {record['seq'] if record else '-'}, apns-id {push.apns_id}"
             )
         print(
-            f"{index + 1:>2}  {cut(push.label, 34):<34} | {headers.get('apns-push-type', '-'):<5} "
+            f"{index + 1:>2}  {cut(push.label, 33):<33} {cut(push.device, 12):<12} | {headers.get('apns-push-type', '-'):<5} "
             f"{headers.get('apns-priority', '-'):<4} {headers.get('apns-expiration', '-'):<3} "
-            f"{cut(headers.get('apns-topic', '-'), 16):<16} {('yes' if 'apns-collapse-id' in headers else 'no'):<8} "
-            f"{length:>5} | {got[0]:<11} {cut(got[1], 23):<23} {(decision or {}).get('kind') or '-':<11} "
-            f"{cut(alert, 28):<28} | {'ok' if ok else 'FAIL (want ' + '/'.join(push.expected) + ')'}"
+            f"{('yes' if 'apns-collapse-id' in headers else 'no'):<8} "
+            f"{length:>5} | {got[0]:<11} {cut(got[1], 22):<22} {cut(sender, 11):<11} | "
+            f"{'ok' if ok else 'FAIL (want ' + '/'.join(push.expected) + ')'}"
         )
+    print()
+    for dev in DEVICES:
+        extra = set(decisions[dev]) - {r["seq"] for r, p in zip(records, demo.pushes)
+                                       if r is not None and demo.device_of(p) == dev}
+        if extra:
+            failures.append(f"{dev} decided {len(extra)} pushes addressed to other devices")
+
+    print("user actions (e2ee-filter answer|decline, piped into e2ee-send batch on that device):")
+    for device, action, call, lines in demo.actions:
+        print(f"  - {device} {action}s {call}: prints {len(lines.splitlines())} cancel line(s) to send")
+    print("refused by the sender (nothing sent):")
+    for label, code, (status, stderr) in demo.refusals:
+        ok = status == 76 and code in stderr
+        print(f"  - {label}: exit {status}, {'ok' if ok else 'FAIL'}: {cut(stderr.strip().splitlines()[-1] if stderr.strip() else '', 110)}")
+        if not ok:
+            failures.append(f"{label}: expected exit 76 saying '{code}', got exit {status}: {stderr.strip()}")
     print()
 
     header_sets = {json.dumps({k: v for k, v in r["headers"].items() if k != "apns-id"}, sort_keys=True) for r in spool}
@@ -379,29 +532,51 @@ def report(demo: Demo, spool: list[dict], decisions: list[dict], events: list[di
         failures.append(f"the spool rows have {len(lengths)} different body lengths: {lengths}")
     if len(spool) != len(demo.pushes):
         failures.append(f"the spool holds {len(spool)} records for {len(demo.pushes)} delivered pushes")
-    if len(decisions) != len(demo.pushes):
-        failures.append(f"decisions.jsonl holds {len(decisions)} lines for {len(demo.pushes)} pushes")
 
-    print("call events (events.jsonl):")
-    rings: dict[str, int] = {}
-    for event in events:
-        call = demo.call_labels.get(event.get("callID", "").upper(), event.get("callID", "?")[:8])
-        if event.get("event") == "ringing":
-            rings[call] = rings.get(call, 0) + 1
-        extra = ", ".join(f"{k}={event[k]}" for k in ("reason", "displayName") if event.get(k))
-        print(f"  - {call}: {event.get('event')}" + (f" ({extra})" if extra else ""))
-    if not events:
-        print("  (none)")
-    for call, count in rings.items():
-        if count > 1:
-            failures.append(f"call {call} rang {count} times")
+    print("call events, per device:")
+    for dev in DEVICES:
+        path = demo.path(dev.replace("/", "-") + ".events.jsonl")
+        events = [json.loads(line) for line in open(path).read().splitlines() if line.strip()] if os.path.exists(path) else []
+        rings: dict[str, int] = {}
+        shown = []
+        for event in events:
+            call = demo.call_labels.get(event.get("callID", "").upper(), event.get("callID", "?")[:8])
+            if event.get("event") == "ringing":
+                rings[call] = rings.get(call, 0) + 1
+            extra = event.get("reason")
+            shown.append(f"{call} {event.get('event')}" + (f" ({extra})" if extra else ""))
+        print(f"  {dev:<11} " + ("; ".join(shown) if shown else "(none)"))
+        for call, count in rings.items():
+            if count > 1:
+                failures.append(f"call {call} rang {count} times on {dev}")
+        expect = EXPECTED_EVENTS.get(dev, [])
+        for call, event, reason in expect:
+            if not any(demo.call_labels.get(e.get("callID", "").upper()) == call and e.get("event") == event
+                       and (reason is None or e.get("reason") == reason) for e in events):
+                failures.append(f"{dev}: no '{event}' event{' (' + reason + ')' if reason else ''} for {call}")
+        for call, event in FORBIDDEN_EVENTS.get(dev, []):
+            if any(demo.call_labels.get(e.get("callID", "").upper()) == call and e.get("event") == event for e in events):
+                failures.append(f"{dev}: '{event}' event for {call}, which must not be a missed call there")
     print()
 
-    print(f"e2ee-filter exit status after SIGTERM: {filter_status}; e2ee-gateway: {gateway_status}")
-    if filter_status != 0:
-        failures.append(f"e2ee-filter exited {filter_status} on SIGTERM (want 0): see {demo.path('filter.log')}")
+    print("e2ee-filter exit status after SIGTERM: "
+          + ", ".join(f"{dev} {status}" for dev, status in statuses.items()) + f"; e2ee-gateway: {gateway_status}")
+    for dev, status in statuses.items():
+        if status != 0:
+            failures.append(f"e2ee-filter ({dev}) exited {status} on SIGTERM (want 0)")
     print(f"{passed} passed, {failed} failed")
     return failures
+
+
+# Events each device must show, and missed calls it must not have (§15.1: answered or declined elsewhere is not missed).
+EXPECTED_EVENTS = {
+    "bob/phone": [("C1", "ringing", None), ("C1", "answered", None), ("C3", "ended", "declinedElsewhere")],
+    "bob/tablet": [("C1", "ringing", None), ("C1", "ended", "answeredElsewhere"), ("C3", "declined", None)],
+}
+FORBIDDEN_EVENTS = {
+    "bob/phone": [("C1", "missed"), ("C3", "missed")],
+    "bob/tablet": [("C1", "missed"), ("C3", "missed")],
+}
 
 
 def main() -> int:
@@ -422,19 +597,14 @@ def main() -> int:
         demo.identities()
         demo.provider_key()
         demo.start_gateway()
-        demo.start_filter()
+        demo.start_filters()
         demo.deliver_mix()
-        decisions = demo.wait_for_decisions()
-        filter_status = demo.stop(demo.filter, "e2ee-filter")
+        demo.wait_for_decisions()
+        statuses = {dev: demo.stop(child, f"e2ee-filter ({dev})") for dev, child in demo.filters.items()}
         gateway_status = demo.stop(demo.gateway, "e2ee-gateway")
-        demo.mark("filter and gateway stopped")
-        decisions = [json.loads(line) for line in open(demo.path("decisions.jsonl")).read().splitlines() if line.strip()]
+        demo.mark("filters and gateway stopped")
         spool = [json.loads(line) for line in open(demo.spool).read().splitlines() if line.strip()]
-        events_path = demo.path("events.jsonl")
-        events = []
-        if os.path.exists(events_path):
-            events = [json.loads(line) for line in open(events_path).read().splitlines() if line.strip()]
-        failures = report(demo, spool, decisions, events, filter_status, gateway_status)
+        failures = report(demo, spool, statuses, gateway_status)
     except DemoError as error:
         failures = [str(error)]
     except KeyboardInterrupt:
@@ -448,8 +618,8 @@ def main() -> int:
         print("\nDEMO FAILED:", file=sys.stderr)
         for failure in failures:
             print(f"  - {failure}", file=sys.stderr)
-        print(f"the work folder is kept: {work} (gateway.log, filter.log, run/spool.jsonl, decisions.jsonl, "
-              "events.jsonl)", file=sys.stderr)
+        print(f"the work folder is kept: {work} (gateway.log, *.filter.log, run/spool.jsonl, *.decisions.jsonl, "
+              "*.events.jsonl)", file=sys.stderr)
         return 1
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)

@@ -12,8 +12,8 @@ swift format lint --strict -r Sources Tests Fuzz/Sources Package.swift
 echo "== build (debug, tests) =="
 swift build --build-tests
 
-echo "== swift test =="
-swift test --skip-build --parallel
+echo "== swift test (with a throwaway PostgreSQL for the relay's PostgreSQL tests) =="
+./scripts/with-postgres.sh swift test --skip-build --parallel
 
 echo "== independent implementation of docs/PROTOCOL.md vs Fixtures/ =="
 if [ -f Tools/independent/check_vectors.py ]; then

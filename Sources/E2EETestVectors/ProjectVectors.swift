@@ -4,9 +4,10 @@ import Foundation
 /// The project's own wire-format vectors (Fixtures/e2ee-vectors.json): fixed keys, ephemeral keys, message ids,
 /// times and padding give exact APNs body bytes; negative vectors give expected error codes.
 ///
-/// Everything is derived deterministically from labels with SHA-256-free arithmetic-free means: each secret is
-/// `HPKE DeriveKeyPair`-style derivation of a fixed label (see ``seed(_:)``), so the file is reproducible by
-/// `swift run e2ee-vectors > Fixtures/e2ee-vectors.json` and a test fails if code and fixture disagree.
+/// Everything is derived deterministically: each secret is the seed rule of docs/PROTOCOL.md §13 applied to a fixed
+/// label (see ``seed(_:)``), so the file is reproducible by `swift run e2ee-vectors > Fixtures/e2ee-vectors.json`
+/// and a test fails if code and fixture disagree. The contacts of the envelope vectors come from the senders'
+/// signed device lists (``deviceList(of:)``); the device-list vectors are in `ProjectVectors+DeviceLists.swift`.
 public enum ProjectVectors: Sendable {
     /// 32 deterministic bytes for a label: the label's UTF-8 repeated/truncated, XOR-mixed with its index.
     /// (Deliberately simple: anyone can recompute it from PROTOCOL.md's description.)
@@ -22,30 +23,33 @@ public enum ProjectVectors: Sendable {
         public let recipient: Identity
         public let sender: Identity
         public let stranger: Identity
-        public var contacts: ContactBook { ContactBook([self.sender.card()]) }
+        public var contacts: ContactBook { ContactBook([ProjectVectors.deviceList(of: self.sender)]) }
     }
 
     public static func keys() -> Keys {
         func identity(_ name: String, display: String, rotated: Bool) -> Identity {
-            var keys: [(key: X25519PrivateKey, createdAtMs: UInt64, retiredAtMs: UInt64?)] = []
+            var keys: [(key: X25519PrivateKey, createdAtMs: UInt64, retiredAtMs: UInt64?, expiresAtMs: UInt64?)] = []
             if rotated {
                 keys.append(
                     (
                         try! X25519PrivateKey(secret: SecureBytes(copying: seed("\(name)/device-key-old"))),
-                        baseTimeMs - 86_400_000, baseTimeMs - 3_600_000
+                        baseTimeMs - 86_400_000, baseTimeMs - 3_600_000,
+                        baseTimeMs - 3_600_000 + Identity.defaultGracePeriodMs
                     )
                 )
             }
             keys.append(
                 (
                     try! X25519PrivateKey(secret: SecureBytes(copying: seed("\(name)/device-key"))),
-                    baseTimeMs - 3_600_000, nil
+                    baseTimeMs - 3_600_000, nil, nil
                 )
             )
             return try! Identity(
                 userID: name,
                 displayName: display,
+                deviceID: "phone",
                 signingKey: SigningPrivateKey(seed: SecureBytes(copying: seed("\(name)/signing-key"))),
+                userSigningKey: SigningPrivateKey(seed: SecureBytes(copying: seed("\(name)/user-key"))),
                 deviceKeys: keys
             )
         }
@@ -53,6 +57,18 @@ public enum ProjectVectors: Sendable {
             recipient: identity("bob", display: "Bob", rotated: true),
             sender: identity("alice", display: "Alice Example", rotated: false),
             stranger: identity("mallory", display: "Mallory", rotated: false)
+        )
+    }
+
+    /// The one-device list of a vector identity (version 1, signed in and issued at ``baseTimeMs`` - 1 h).
+    public static func deviceList(of identity: Identity) -> DeviceList {
+        try! DeviceList.signedForVectors(
+            userID: identity.userID,
+            displayName: identity.displayName,
+            userKey: identity.userSigningKey!,
+            listVersion: 1,
+            issuedAtMs: baseTimeMs - 3_600_000,
+            devices: [(identity, baseTimeMs - 3_600_000, nil)]
         )
     }
 
@@ -176,6 +192,53 @@ public enum ProjectVectors: Sendable {
         return d
     }
 
+    /// The message of the key-lifecycle vectors: a text from alice, sealed to bob's older device key.
+    public static func oldKeyMessage(sender: Identity) -> InnerMessage {
+        InnerMessage(
+            messageID: try! MessageID(bytes: (0..<16).map { UInt8($0) &+ 0x80 }),
+            sentAtMs: baseTimeMs + 8000,
+            senderUserID: sender.userID,
+            senderSigningKeyID: sender.signingKey.publicKey.keyID,
+            content: .text(TextMessage(threadID: "thread-42", title: "Old key", body: "Sealed to a retired key."))
+        )
+    }
+
+    /// When bob's older device key stops opening (§11.1 `expires_at_ms`, as in bob's lists).
+    public static var oldKeyExpiresAtMs: UInt64 { keys().recipient.deviceKeys[0].expiresAtMs! }
+
+    /// Key lifecycle (§5 step 6, §11.1): one body sealed to bob's older key, opened at three times.
+    static func keyLifecycleSection() -> [String: Any] {
+        let keys = keys()
+        let oldKey = keys.recipient.deviceKeys[0]
+        let message = oldKeyMessage(sender: keys.sender)
+        let sealed = try! PushPayload.seal(
+            message,
+            to: oldKey.privateKey.publicKey,
+            signingKey: keys.sender.signingKey,
+            ephemeral: deviceKey("ephemeral/old-key")
+        )
+        let expires = oldKeyExpiresAtMs
+        func vector(_ name: String, _ nowMs: UInt64, _ error: E2EEError.Code?) -> [String: Any] {
+            [
+                "name": name, "now_ms": nowMs, "expected_error": error.map { $0.rawValue as Any } ?? NSNull(),
+                "message": error == nil ? describe(message) as Any : NSNull(),
+            ]
+        }
+        return [
+            "recipient_key_id": oldKey.keyID.hex,
+            "recipient_key_seed_label": "bob/device-key-old",
+            "ephemeral_secret_seed_label": "ephemeral/old-key",
+            "expires_at_ms": expires,
+            "envelope": Hex.encode(sealed.envelope.serialized),
+            "body": sealed.bodyString,
+            "checks": [
+                vector("old-key-before-expiry", expires - 1, nil),
+                vector("old-key-at-expiry", expires, .unknownRecipientKey),
+                vector("old-key-after-expiry", expires + 1, .unknownRecipientKey),
+            ],
+        ]
+    }
+
     /// Builds the whole vector file (JSON, sorted keys, one trailing newline).
     public static func generate() -> [UInt8] {
         let keys = keys()
@@ -254,6 +317,20 @@ public enum ProjectVectors: Sendable {
             signingKey: keys.sender.signingKey,
             ephemeral: ephemeral
         )
+        // A message from alice signed by a device of hers that her list does not hold (§9 step 4).
+        let laptopKey = signingKey("alice/laptop/signing-key")
+        let unlistedDevice = try! PushPayload.seal(
+            InnerMessage(
+                messageID: invite.messageID,
+                sentAtMs: invite.sentAtMs,
+                senderUserID: keys.sender.userID,
+                senderSigningKeyID: laptopKey.publicKey.keyID,
+                content: invite.content
+            ),
+            to: recipientKey,
+            signingKey: laptopKey,
+            ephemeral: ephemeral
+        )
         var lowOrder = envelope
         for i in 11..<43 { lowOrder[i] = 0 }
         var version2 = envelope
@@ -282,6 +359,7 @@ public enum ProjectVectors: Sendable {
             ("wrong-recipient-key-id-relabelled", mislabelled.bodyString, .openFailed),
             ("bad-signature", forged.bodyString, .badSignature),
             ("unknown-sender", unknownSender.bodyString, .unknownSender),
+            ("unknown-sender-device", unlistedDevice.bodyString, .unknownSender),
             (
                 "bad-base64",
                 bodyFor([]).replacingOccurrences(of: "\"e2ee\":\"\"", with: "\"e2ee\":\"!!not base64!!\""),
@@ -315,6 +393,9 @@ public enum ProjectVectors: Sendable {
             "sender_signing_key_id": keys.sender.signingKey.publicKey.keyID.hex,
             "stranger_signing_key_seed_label": "mallory/signing-key",
             "stranger_device_key_seed_label": "mallory/device-key",
+            "sender_device_list": "alice-v1",
+            "recipient_device_list": "bob-v1",
+            "unlisted_sender_device_signing_key_seed_label": "alice/laptop/signing-key",
         ]
         let file: [String: Any] = [
             "description":
@@ -324,6 +405,8 @@ public enum ProjectVectors: Sendable {
             "keys": keyInfo,
             "positive": positives,
             "negative": negatives.map { ["name": $0.0, "body": $0.1, "expected_error": $0.2.rawValue] },
+            "key_lifecycle": keyLifecycleSection(),
+            "device_lists": deviceListSection(),
         ]
         let data = try! JSONSerialization.data(
             withJSONObject: file,

@@ -47,3 +47,36 @@ public struct APNsRequest: Sendable, Hashable, Codable {
         return String(decoding: data, as: UTF8.self)
     }
 }
+
+extension APNsRequest {
+    /// The request line with the recipient device named (`"device":"<device id>"`): what `e2ee-send` prints for
+    /// each device of a fan-out. The device id is for the caller's records, never sent: `e2ee-send deliver` and
+    /// `e2ee-filter run` ignore it.
+    public func jsonLine(device: String?) -> String {
+        guard let device else { return self.jsonLine() }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding a struct of strings cannot fail.
+        let data = try! encoder.encode(DeviceRequestLine(request: self, device: device))
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// A request line with the device it is for.
+private struct DeviceRequestLine: Encodable {
+    let request: APNsRequest
+    let device: String
+
+    enum CodingKeys: String, CodingKey {
+        case deviceToken = "device_token"
+        case headers, body, device
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(self.request.body, forKey: .body)
+        try c.encode(self.device, forKey: .device)
+        try c.encode(self.request.deviceToken, forKey: .deviceToken)
+        try c.encode(self.request.headers, forKey: .headers)
+    }
+}

@@ -14,14 +14,16 @@ import Glibc
 #endif
 
 /// `e2ee-filter`: the device side. Decrypts payloads, decides what each becomes, hands live calls to the call
-/// reporter. Exit codes: 0 ok (also after SIGTERM); 64 usage; 66 a key, contacts or spool file is missing or
-/// unreadable; 70 the state file cannot be used, or another internal failure; 77 a secret file is readable by others.
+/// reporter; `answer` / `decline` act on a ringing call. Exit codes: 0 ok (also after SIGTERM); 64 usage; 65 answer
+/// or decline: no call with that id rang on this device; 66 a key, contacts, card or spool file is missing,
+/// unreadable or does not fit; 69 answer or decline: the call is no longer ringing; 70 the state file cannot be
+/// used, or another internal failure; 77 a secret file is readable by others.
 @main
 struct E2EEFilter: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "e2ee-filter",
         abstract: "Decide what each encrypted push becomes: ring, alert, missed-call, silence or fallback.",
-        subcommands: [Run.self, Once.self]
+        subcommands: [Run.self, Once.self, Answer.self, Decline.self]
     )
 }
 
@@ -36,12 +38,21 @@ struct AccountFlags: ParsableArguments {
             "A file holding the identity's passphrase, if it is locked (waited for; a wrong one is reported once and tried again when the file changes)."
     )
     var passphraseFile: String?
-    @Option(name: .long, help: "This account's public card: its key ids, so payloads can be kept while locked.")
-    var card: String?
     @Option(
         name: .long,
         help:
-            "A JSON file listing several accounts: {\"accounts\":[{\"identity\",\"contacts\",\"name\",\"passphrase_file\",\"card\"}]}."
+            "This user's own device list (its public card). Its other devices become accepted senders, and while the identity is locked it gives this device's key ids. Default: the contacts folder's list of the identity's user id."
+    )
+    var card: String?
+    @Option(
+        name: .long,
+        help: "This device's id in --card; needed only when the identity is locked and the list has several devices."
+    )
+    var deviceID: String?
+    @Option(
+        name: .long,
+        help:
+            "A JSON file listing several accounts: {\"accounts\":[{\"identity\",\"contacts\",\"name\",\"passphrase_file\",\"card\",\"device_id\"}]}."
     )
     var config: String?
     @Option(name: .long, help: "The SQLite state file (replay set, calls, missed calls, progress).")
@@ -50,8 +61,12 @@ struct AccountFlags: ParsableArguments {
     var unknownSender: FilterPolicy.UnknownSenderPolicy = .fallback
     @Option(name: .long, help: "Allowed clock skew in milliseconds.")
     var clockSkewMs: Int64 = 30_000
-    @Option(name: .long, help: "How long message ids are remembered, in hours.")
-    var replayRetentionHours: Int64 = 48
+    @Option(
+        name: .long,
+        help:
+            "How long message ids are remembered, in hours (fractions allowed, e.g. 0.05 for 3 minutes in a soak); older messages are `stale`. Finished calls are kept as long."
+    )
+    var replayRetentionHours: Double = 48
     @Flag(name: .long, help: "Log debug details to stderr (never keys, plaintext or envelopes).")
     var verbose = false
 
@@ -85,13 +100,26 @@ struct AccountFlags: ParsableArguments {
                 throw ExitFailure(64, "--contacts DIR is required with --identity")
             }
             accounts = [
-                .init(identity: identity, contacts: contacts, passphraseFile: self.passphraseFile, card: self.card)
+                .init(
+                    identity: identity,
+                    contacts: contacts,
+                    passphraseFile: self.passphraseFile,
+                    card: self.card,
+                    deviceID: self.deviceID
+                )
             ]
         }
         var options = FilterAppOptions(accounts: accounts, statePath: self.state)
         options.policy.unknownSender = self.unknownSender
         options.policy.clockSkewMs = self.clockSkewMs
-        options.policy.replayRetentionMs = self.replayRetentionHours * 3_600_000
+        guard self.replayRetentionHours.isFinite, self.replayRetentionHours >= 0.001, self.replayRetentionHours <= 8_760
+        else {
+            throw ExitFailure(
+                64,
+                "--replay-retention-hours \(self.replayRetentionHours) is out of range: give 0.001 (3.6 s) to 8760 (a year)"
+            )
+        }
+        options.policy.replayRetentionMs = Int64((self.replayRetentionHours * 3_600_000).rounded())
         #if DEBUG
         // A test hook: a fixed clock. It exists only in debug builds (the shipped, release binary always uses the
         // real clock) and says so on stderr whenever it is used.
@@ -156,6 +184,15 @@ func runMapped(_ body: () async throws -> Void) async throws {
     } catch let error as CallSinkError {
         writeStderr(Data("e2ee-filter: error: \(error.message)\n".utf8))
         throw ExitCode(error.code == .invalidHookCommand ? 64 : 66)
+    } catch let error as CallActionError {
+        writeStderr(Data("e2ee-filter: error: \(error.message)\n".utf8))
+        let status: Int32 =
+            switch error.code {
+            case .unknownCallUUID: 65
+            case .invalidAction: 69
+            default: 64
+            }
+        throw ExitCode(status)
     } catch let exit as ExitCode {
         throw exit
     } catch {
@@ -182,8 +219,21 @@ struct Run: AsyncParsableCommand {
     @Option(name: .long, help: "Write call events to this file, or - for stdout.") var events: String?
     @Option(name: .long, help: "A shell command run per call event, with the event JSON on its stdin.") var hook:
         String?
+    @Option(
+        name: .long,
+        help:
+            "This device's push token (hex): spool records and request lines for other tokens are skipped without a decision (one spool shared by several devices)."
+    )
+    var deviceToken: String?
 
     func validate() throws {
+        if let token = self.deviceToken,
+            token.isEmpty || token.count % 2 != 0 || !token.allSatisfy(\.isHexDigit)
+        {
+            throw ValidationError(
+                "--device-token \(token) is not a device token: give this device's token as hex digits (an even number)"
+            )
+        }
         if let hook = self.hook, hook.allSatisfy(\.isWhitespace) {
             throw ValidationError(
                 "--hook is blank: give the shell command to run per call event (it gets the event JSON on stdin), "
@@ -202,6 +252,7 @@ struct Run: AsyncParsableCommand {
             options.decisionsPath = self.output
             options.eventsPath = self.events
             options.hookCommand = self.hook
+            options.deviceToken = self.deviceToken
             let logger = self.account.logger()
             let parts = try FilterApp.build(options, logger: logger)
             let group = ServiceGroup(
@@ -262,6 +313,75 @@ struct Once: AsyncParsableCommand {
             }
         }
     }
+}
+
+/// `answer` and `decline`: one command shape, one action each.
+protocol CallActionCommand: AsyncParsableCommand {
+    static var action: CallUserAction { get }
+    var account: AccountFlags { get }
+    var callID: String { get }
+    var accountName: String? { get }
+}
+
+extension CallActionCommand {
+    static func discussion(_ what: String) -> String {
+        """
+        \(what) Recorded in the state file (--state) in one transaction; a running `e2ee-filter run` on the same \
+        state applies it within a tick (call event `answered` / `declined`), else the next run does at start. \
+        Prints on stdout the `e2ee-send batch` lines this device must send, so a script does \
+        `e2ee-filter \(Self.action) … | e2ee-send batch --identity <this device> --deliver …`. \
+        Exit codes: 0 done; 64 usage (a bad call id, several accounts and no --account); 65 no call with this id \
+        rang on this device; 66 a key, contacts or card file is missing or does not fit; 69 the call is not ringing \
+        (already answered, declined, ended or missed; the message says which); 70 the state file cannot be used.
+        """
+    }
+
+    func validate() throws {
+        guard UUID(uuidString: self.callID) != nil else {
+            throw ValidationError("--call-id \(self.callID) is not a call id: give the UUID of a ringing call")
+        }
+    }
+
+    func run() async throws {
+        signal(SIGPIPE, SIG_IGN)
+        try await runMapped {
+            let options = try self.account.options()
+            let parts = try FilterApp.build(options, logger: self.account.logger())
+            let outcome = try await parts.engine.perform(
+                Self.action,
+                callID: UUID(uuidString: self.callID)!,
+                account: self.accountName
+            )
+            for line in outcome.requestLines { print(line) }
+        }
+    }
+}
+
+struct Answer: CallActionCommand {
+    static let action = CallUserAction.answer
+    static let configuration = CommandConfiguration(
+        abstract: "Answer a ringing call (CXAnswerCallAction): it becomes active; the user's other devices stop.",
+        discussion: Self.discussion(
+            "The call becomes active (never a missed call); prints one cancel, answeredElsewhere, to this user."
+        )
+    )
+    @OptionGroup var account: AccountFlags
+    @Option(name: .long, help: "The ringing call's id (a UUID).") var callID: String
+    @Option(name: .customLong("account"), help: "The account, when --config serves several.") var accountName: String?
+}
+
+struct Decline: CallActionCommand {
+    static let action = CallUserAction.decline
+    static let configuration = CommandConfiguration(
+        abstract: "Decline a ringing call (CXEndCallAction): it ends; the other devices stop, the caller is told.",
+        discussion: Self.discussion(
+            "The call ends as declined (never a missed call); prints two cancels, declinedElsewhere, to this user "
+                + "and to the caller."
+        )
+    )
+    @OptionGroup var account: AccountFlags
+    @Option(name: .long, help: "The ringing call's id (a UUID).") var callID: String
+    @Option(name: .customLong("account"), help: "The account, when --config serves several.") var accountName: String?
 }
 
 func writeStderr(_ bytes: Data) {

@@ -15,7 +15,9 @@ import Darwin
 /// token); 65 data (unknown recipient, unreadable card, too large, bad batch line); 66 missing key file; 69 APNs
 /// refused a push; 70 internal error (a bug: please report it); 73 cannot create an output file or folder; 74
 /// standard output could not be written (closed pipe); 75 delivery failed for now (timeout, connection, retries
-/// exhausted); 77 a secret file is readable by others, or the identity is locked and no passphrase file was given.
+/// exhausted); 76 a recipient's device list was refused (signing key changed, rollback, version reused, a device not
+/// signed in, bad list signature: nothing was sent to that user); 77 a secret file is readable by others, or the
+/// identity is locked and no passphrase file was given.
 @main
 struct E2EESend: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -24,16 +26,21 @@ struct E2EESend: AsyncParsableCommand {
         discussion: """
             Secrets come only from files: --identity (or $E2EE_IDENTITY_FILE naming the file), \
             --passphrase-file, --apns-key-file (or $APNS_KEY_PATH). Machine output is one JSON line per push on \
-            stdout; messages go to stderr. The APNs topic is the recipient card's push.topic unless --topic (or \
+            stdout; messages go to stderr. A message to a user is sealed once per device of the user's signed \
+            device list (one line per device, naming "device"); your own device is skipped. The list's user key \
+            is pinned on first use (--pins, $E2EE_PINS_FILE, else pins.json next to the identity) and the \
+            fingerprint printed to compare. The APNs topic is each device's push.topic unless --topic (or \
             $E2EE_TOPIC) overrides it.
             Exit codes: 0 ok, 64 usage, 65 bad data (unknown recipient, bad card, too large, bad batch line), \
             66 missing key, 69 APNs refused, 70 internal error, 73 cannot create a file, 74 cannot write stdout \
-            (a closed pipe: pushes asked for are still delivered), 75 delivery failed for now, 77 insecure or \
-            locked key file.
+            (a closed pipe: pushes asked for are still delivered), 75 delivery failed for now, 76 the recipient's \
+            device list was refused (signing-key-changed: compare fingerprints, then `contact accept`; \
+            list-rollback, list-version-reused, device-not-signed-in, bad-list-signature: do not send, get a fresh \
+            card), 77 insecure or locked key file.
             """,
         subcommands: [
-            Keygen.self, Card.self, Rotate.self, Call.self, Cancel.self, Text.self, Receipt.self, Batch.self,
-            Deliver.self,
+            Keygen.self, Device.self, Contact.self, Card.self, Rotate.self, Call.self, Cancel.self, Text.self,
+            Receipt.self, Batch.self, Deliver.self,
         ]
     )
 

@@ -5,10 +5,17 @@ import Sender
 
 struct Keygen: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Create an identity (secret, 0600) and its public contact card."
+        abstract: "Create a user's first device: an identity holding the user key (secret, 0600) and the list v1.",
+        discussion: """
+            Writes <out-dir>/<user id>.identity and <out-dir>/<user id>.card.json (the signed device list, version \
+            1, with this device only). This device holds the user key: it signs other devices in (device add) and \
+            out (device remove). For a second device of the same user, run `e2ee-send device request` on it.
+            """
     )
 
     @Option(name: .long, help: "The user id (1-64 bytes).") var userID: String
+    @Option(name: .long, help: "This device's id (1-32 of a-z 0-9 - _ .).") var deviceID: String =
+        Identity.defaultDeviceID
     @Option(name: .long, help: "The name others see.") var displayName: String?
     @Option(name: .long, help: "Where to write <user id>.identity and <user id>.card.json.") var outDir: String
     @Option(name: .long, help: "This device's APNs token (hex), published in the card.") var deviceToken: String?
@@ -22,24 +29,22 @@ struct Keygen: AsyncParsableCommand {
             if !self.force && FileManager.default.fileExists(atPath: identityPath) {
                 throw SenderError(.usage, "\(identityPath) exists; pass --force to replace it (the old keys are lost)")
             }
-            var push: ContactCard.Push? = nil
-            if let token = self.deviceToken {
-                push = ContactCard.Push(
-                    deviceToken: try PushBuilder.validateDeviceToken(token),
-                    topic: self.topic.value
-                )
-            }
+            let push = try self.topic.push(token: self.deviceToken)
             let passphrase = try IdentityOptions(identity: nil, passphraseFile: self.passphraseFile).passphrase()
-            try FileManager.default.createDirectory(atPath: self.outDir, withIntermediateDirectories: true)
+            let now = PushBuilder.systemNowMs()
             let identity = try Identity.generate(
                 userID: self.userID,
                 displayName: self.displayName ?? self.userID,
-                nowMs: PushBuilder.systemNowMs()
+                deviceID: self.deviceID,
+                nowMs: now
             )
+            let list = try DeviceList.create(for: identity, push: push, nowMs: now)
+            try FileManager.default.createDirectory(atPath: self.outDir, withIntermediateDirectories: true)
             try identity.save(path: identityPath, passphrase: passphrase)
             let cardPath = self.outDir + "/" + self.userID + ".card.json"
-            try SecretFile.writePublic(path: cardPath, bytes: identity.card(push: push).jsonData())
+            try SecretFile.writePublic(path: cardPath, bytes: list.jsonData())
             note("wrote \(identityPath) (secret, mode 0600) and \(cardPath) (public)")
+            note("\(self.userID)'s fingerprint: \(list.fingerprint) (contacts compare it when they first send to you)")
             try printLine(cardPath)
         }
     }
@@ -51,83 +56,182 @@ extension IdentityOptions {
         self.identity = identity
         self.passphraseFile = passphraseFile
     }
+
+    /// The identity file, or the error naming the flag.
+    func requiredPath() throws(SenderError) -> String {
+        guard let path = self.identityPath else {
+            throw SenderError(.missingKey, "no identity: pass --identity FILE or set E2EE_IDENTITY_FILE")
+        }
+        return path
+    }
+
+    /// `<user id>.card.json` next to the identity file, as keygen writes it.
+    func siblingCard(userID: String) throws(SenderError) -> String {
+        let folder = (try self.requiredPath() as NSString).deletingLastPathComponent
+        return (folder.isEmpty ? "." : folder) + "/" + userID + ".card.json"
+    }
+}
+
+extension CardTopicOption {
+    /// A push address from `--device-token` (validated) and the topic; nil without a token.
+    func push(token: String?) throws(SenderError) -> DeviceList.Push? {
+        guard let token else { return nil }
+        return DeviceList.Push(deviceToken: try PushBuilder.validateDeviceToken(token), topic: self.value)
+    }
+}
+
+/// Reads one's own current list (`--card`), verified.
+func loadOwnList(_ path: String, flag: String = "--card") throws(SenderError) -> DeviceList {
+    do {
+        return try DeviceList.load(path: path)
+    } catch {
+        if error.message.contains("cannot read") {
+            throw SenderError(.unknownRecipient, "no device list at \(path): pass \(flag) with your current card")
+        }
+        if error.code == .keyFile { throw SenderError(.unreadableCard, "cannot use \(flag) \(path): \(error.message)") }
+        throw SenderError(error, context: "cannot use \(flag) \(path)")
+    }
+}
+
+/// Writes a list (public, atomically) and prints it on stdout.
+func writeAndPrint(_ list: DeviceList, to path: String) throws(SenderError) {
+    do {
+        try SecretFile.writePublic(path: path, bytes: list.jsonData())
+    } catch {
+        throw SenderError(.cannotCreate, "cannot write \(path): \(error.message)")
+    }
+    try StandardOutput.write(list.jsonData())
 }
 
 struct Card: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print the public contact card of an identity.")
+    static let configuration = CommandConfiguration(
+        abstract: "Print your current device list; --device-token sets this device's push address in it.",
+        discussion: """
+            The list is the one --card names (default: <user id>.card.json next to the identity), verified and \
+            printed as it is. With --device-token, this device's push address is set and the list is written back \
+            to --card (or --card-out): the push address is not signed, so the version and signature stay, and any \
+            device can do it. Publish the printed list where your contacts fetch it.
+            """
+    )
     @OptionGroup var identity: IdentityOptions
+    @Option(name: .long, help: "Your current list. Default: <user id>.card.json next to the identity.") var card:
+        String?
+    @Option(name: .long, help: "Write the list here instead of back to --card.") var cardOut: String?
     @Option(name: .long, help: "This device's APNs token (hex) to publish.") var deviceToken: String?
     @OptionGroup var topic: CardTopicOption
 
     func run() async throws {
         try await runCLI {
             let id = try self.identity.load()
-            var push: ContactCard.Push? = nil
-            if let token = self.deviceToken {
-                push = ContactCard.Push(
-                    deviceToken: try PushBuilder.validateDeviceToken(token),
-                    topic: self.topic.value
+            let path = try self.card ?? self.identity.siblingCard(userID: id.userID)
+            let list = try loadOwnList(path)
+            guard list.userID == id.userID, list.device(signingKeyID: id.signingKey.publicKey.keyID) != nil else {
+                throw SenderError(
+                    .usage,
+                    "\(path) is not a list holding this device (\(id.userID)/\(id.deviceID)): pass --card with your "
+                        + "user's current list (a new device appears in it after `device add` on the managing device)"
                 )
             }
-            try StandardOutput.write(id.card(push: push).jsonData())
+            guard let push = try self.topic.push(token: self.deviceToken) else {
+                if let out = self.cardOut {
+                    try writeAndPrint(list, to: out)
+                } else {
+                    try StandardOutput.write(list.jsonData())
+                }
+                return
+            }
+            let updated: DeviceList
+            do throws(E2EEError) {
+                updated = try list.settingPush(push, deviceID: id.deviceID)
+            } catch {
+                throw SenderError(error, context: "cannot set the push address")
+            }
+            try writeAndPrint(updated, to: self.cardOut ?? path)
+            note("set the push address of \(id.deviceID) (version \(updated.listVersion) unchanged); publish the list")
         }
     }
 }
 
 struct Rotate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Add a new device key; older keys keep opening pushes for the grace period. Prints the new card."
+        abstract: "Add a new device key; the old key opens pushes for the grace period, then nothing.",
+        discussion: """
+            On the device holding the user key: re-signs the list (version + 1; the old key gets retired_at_ms and \
+            expires_at_ms = now + grace), writes it back to --card (or --card-out) and prints it. On any other \
+            device: writes a device request with the new keys (--request-out, default \
+            <user id>.<device id>.request.json next to the identity) and prints it; sign it in on the managing \
+            device with `e2ee-send device add --request FILE`. --grace-hours 0 revokes the old key at once (after a \
+            key compromise).
+            """
     )
     @OptionGroup var identity: IdentityOptions
     @Option(
         name: .long,
         help: """
-            The current card, whose public fields (push address) the new card keeps. Default: --card-out if it \
+            The current list, whose devices and push addresses the new one keeps. Default: --card-out if it \
             exists, else <user id>.card.json next to the identity, as keygen writes it.
             """
     ) var card: String?
-    @Option(name: .long, help: "Also write the new card to this file.") var cardOut: String?
-    @Option(name: .long, help: "Grace period of the previous key, in hours.") var graceHours: Int = 168
+    @Option(name: .long, help: "Write the new list here instead of back to --card.") var cardOut: String?
+    @Option(name: .long, help: "Where a device without the user key writes its request.") var requestOut: String?
+    @Option(name: .long, help: "Hours the previous key keeps opening pushes; 0 revokes it now.") var graceHours: Int =
+        168
 
-    func run() async throws {
-        try await runCLI {
-            var id = try self.identity.load()
-            guard let identityPath = self.identity.identityPath else {
-                throw SenderError(.missingKey, "no identity: pass --identity FILE or set E2EE_IDENTITY_FILE")
-            }
-            let previous = try self.currentCard(identityPath: identityPath, userID: id.userID)
-            let old = id.currentDeviceKey.keyID
-            let new = id.rotate(nowMs: PushBuilder.systemNowMs(), gracePeriodMs: UInt64(self.graceHours) * 3_600_000)
-            try id.save(path: identityPath, passphrase: try self.identity.passphrase())
-            let card = id.card(push: previous?.push)
-            if let out = self.cardOut { try SecretFile.writePublic(path: out, bytes: card.jsonData()) }
-            note("rotated device key \(old) -> \(new.keyID); the old key opens pushes for \(self.graceHours) h")
-            if previous?.push == nil {
-                note("e2ee-send: warning: no current card with a push address was found; the new card has none")
-            }
-            try StandardOutput.write(card.jsonData())
+    func validate() throws {
+        guard (0...100_000).contains(self.graceHours) else {
+            throw ValidationError("--grace-hours must be 0-100000, got \(self.graceHours)")
         }
     }
 
-    /// The card whose public fields the rotated card keeps: `--card`, else `--card-out` if it exists, else the card
-    /// keygen wrote next to the identity. A named `--card` that cannot be read is an error; a default that does not
-    /// exist is not.
-    func currentCard(identityPath: String, userID: String) throws(SenderError) -> ContactCard? {
-        if let path = self.card {
-            do {
-                return try ContactCard.load(path: path)
-            } catch {
-                throw SenderError(.unreadableCard, "cannot read --card \(path): \(error.message)")
+    func run() async throws {
+        try await runCLI {
+            let id = try self.identity.load()
+            let identityPath = try self.identity.requiredPath()
+            let current = try self.currentCard(userID: id.userID)
+            let rotation = try DeviceManagement.rotate(
+                id,
+                list: current?.list,
+                nowMs: PushBuilder.systemNowMs(),
+                graceMs: UInt64(self.graceHours) * 3_600_000
+            )
+            // The list or request first: if it cannot be written, the identity is unchanged and nothing is lost.
+            if let list = rotation.list {
+                let out = try self.cardOut ?? current?.path ?? self.identity.siblingCard(userID: id.userID)
+                do throws(E2EEError) {
+                    try SecretFile.writePublic(path: out, bytes: list.jsonData())
+                } catch {
+                    throw SenderError(.cannotCreate, "cannot write \(out): \(error.message)")
+                }
+                try rotation.identity.save(path: identityPath, passphrase: try self.identity.passphrase())
+                note("\(rotation.message); wrote \(out) (list version \(list.listVersion)): publish it")
+                if !list.devices.contains(where: { $0.push != nil }) {
+                    note("e2ee-send: warning: the list has no push address; set one with e2ee-send card --device-token")
+                }
+                try StandardOutput.write(list.jsonData())
+            } else if let request = rotation.request {
+                let folder = (identityPath as NSString).deletingLastPathComponent
+                let out =
+                    self.requestOut ?? (folder.isEmpty ? "." : folder) + "/\(id.userID).\(id.deviceID).request.json"
+                do throws(E2EEError) {
+                    try SecretFile.writePublic(path: out, bytes: request.jsonData())
+                } catch {
+                    throw SenderError(.cannotCreate, "cannot write \(out): \(error.message)")
+                }
+                try rotation.identity.save(path: identityPath, passphrase: try self.identity.passphrase())
+                note("\(rotation.message); the request is \(out)")
+                try StandardOutput.write(request.jsonData())
             }
         }
-        let folder = (identityPath as NSString).deletingLastPathComponent
-        let sibling = (folder.isEmpty ? "." : folder) + "/" + userID + ".card.json"
+    }
+
+    /// The list whose devices the rotated list keeps: `--card`, else `--card-out` if it exists, else the list
+    /// keygen wrote next to the identity. A named `--card` that cannot be read is an error; a default that does
+    /// not exist is not.
+    func currentCard(userID: String) throws(SenderError) -> (list: DeviceList, path: String)? {
+        if let path = self.card { return (try loadOwnList(path), path) }
+        let sibling = try self.identity.siblingCard(userID: userID)
         for path in [self.cardOut, sibling].compactMap({ $0 }) where FileManager.default.fileExists(atPath: path) {
-            do {
-                return try ContactCard.load(path: path)
-            } catch {
-                throw SenderError(.unreadableCard, "cannot read the current card \(path): \(error.message)")
-            }
+            return (try loadOwnList(path), path)
         }
         return nil
     }

@@ -38,6 +38,38 @@ struct IdentityOptions: ParsableArguments {
     }
 }
 
+/// Where the sender's pins live (docs/PROTOCOL.md §11.5): `--pins`, else `$E2EE_PINS_FILE`, else `pins.json` next
+/// to the identity file.
+struct PinsOptions: ParsableArguments {
+    @Option(
+        name: .long,
+        help: """
+            The pins file: each contact's user key and newest list version seen. Default: $E2EE_PINS_FILE, else \
+            pins.json next to the identity file.
+            """
+    )
+    var pins: String?
+
+    /// The pins file for an identity at `identityPath`.
+    func path(identityPath: String?) throws(SenderError) -> String {
+        if let pins = self.pins ?? ProcessInfo.processInfo.environment["E2EE_PINS_FILE"] { return pins }
+        guard let identityPath else {
+            throw SenderError(.usage, "no pins file: pass --pins FILE, set E2EE_PINS_FILE, or pass --identity")
+        }
+        let folder = (identityPath as NSString).deletingLastPathComponent
+        return (folder.isEmpty ? "." : folder) + "/pins.json"
+    }
+
+    /// The sender's trust in its contacts: the pins read now, first-use fingerprints on stderr.
+    func trust(identityPath: String?, contacts: String?) throws(SenderError) -> ContactTrust {
+        try ContactTrust(
+            directory: ContactDirectory(folder: contacts),
+            pinsPath: try self.path(identityPath: identityPath),
+            notice: { note($0) }
+        )
+    }
+}
+
 struct RecipientOptions: ParsableArguments {
     @Option(name: .long, help: "The recipient: a card file (*.json) or a user id found in --contacts.")
     var to: String
@@ -45,7 +77,10 @@ struct RecipientOptions: ParsableArguments {
     @Option(name: .long, help: "A folder of contact cards named <user id>.card.json.")
     var contacts: String?
 
-    @Option(name: .long, help: "The device token (hex); default: the card's push.device_token.")
+    @Option(
+        name: .long,
+        help: "The device token (hex) of a recipient with one device; default: each device's push.device_token."
+    )
     var deviceToken: String?
 
     @Option(name: .long, help: "The message id (32 hex digits); default: random.", transform: parseMessageID)
@@ -105,7 +140,11 @@ struct DeliveryOptions: ParsableArguments {
     @Option(name: .long, help: "Seconds to wait for APNs' answer on one stream.")
     var timeout: Int = 10
 
-    @Option(name: .long, help: "Most pushes in flight on the connection.")
+    @Option(
+        name: .long,
+        help:
+            "Most pushes in flight on the connection; 1 sends strictly in input order (concurrent pushes may arrive in any order)."
+    )
     var window: Int = 100
 
     /// How many pushes a pipeline keeps outstanding: twice the connection's window, so the next ones are sealed

@@ -9,36 +9,78 @@ import Sender
 struct SendOptions: ParsableArguments {
     @OptionGroup var identity: IdentityOptions
     @OptionGroup var recipient: RecipientOptions
+    @OptionGroup var pins: PinsOptions
     @OptionGroup var push: PushOptions
     @OptionGroup var delivery: DeliveryOptions
 
+    /// Seals the message once per device of the recipient's accepted list and prints (or delivers) one line per
+    /// device; exits with the first failure's code.
     func send(_ makeContent: (Identity) throws(SenderError) -> MessageContent) async throws {
         try await runCLI {
             let id = try self.identity.load()
-            let card = try ContactDirectory(folder: self.recipient.contacts).card(for: self.recipient.to)
-            let built = try PushBuilder(identity: id, topic: self.push.override).build(
+            var trust = try self.pins.trust(identityPath: self.identity.identityPath, contacts: self.recipient.contacts)
+            let list = try trust.list(for: self.recipient.to)
+            let pushes = try PushBuilder(identity: id, topic: self.push.override).fanOut(
                 try makeContent(id),
-                to: card,
+                to: list,
                 deviceToken: self.recipient.deviceToken,
                 messageID: self.recipient.messageID ?? .random(),
                 sentAtMs: self.recipient.sentAtMs
             )
-            guard self.delivery.deliver else {
-                try printLine(built.request.jsonLine())
-                return
+            var lines: [SendResultLine?] = []
+            if self.delivery.deliver {
+                lines = try await self.deliver(pushes)
             }
-            let client = try self.delivery.makeClient()
-            let result = await client.send(built.request)
-            await client.shutdown()
-            let line = SendResultLine(line: 1, result: result, messageID: built.messageID)
-            do throws(SenderError) {
-                try printLine(line.jsonLine())
-            } catch {
-                let outcome = line.failure.map { "was not delivered (\($0.message))" } ?? "was delivered"
-                throw SenderError(error.code, "\(error.message); the push \(outcome)")
+            var firstFailure: SenderError?
+            for (index, push) in pushes.enumerated() {
+                let text: String
+                let failure: SenderError?
+                switch (push.outcome, lines.isEmpty ? nil : lines[index]) {
+                case (.failure(let error), _):
+                    text = SendResultLine(line: 1, error: error, device: push.deviceID).jsonLine()
+                    failure = error
+                case (.success(let built), .none):
+                    text = built.request.jsonLine(device: push.deviceID)
+                    failure = nil
+                case (.success, let result?):
+                    text = result.jsonLine()
+                    failure = result.failure
+                }
+                if let failure {
+                    note("e2ee-send: error: device \(push.deviceID): \(failure.message)")
+                    firstFailure = firstFailure ?? failure
+                }
+                do throws(SenderError) {
+                    try printLine(text)
+                } catch {
+                    let outcome = self.delivery.deliver ? "were still delivered" : "were not sent"
+                    throw SenderError(error.code, "\(error.message); the pushes asked for \(outcome)")
+                }
             }
-            if let failure = line.failure { throw failure }
+            if let firstFailure { throw ExitCode(firstFailure.code.exitCode) }
         }
+    }
+
+    /// Delivers every built push at once; results in the devices' order (nil for a device without a push).
+    func deliver(_ pushes: [DevicePush]) async throws -> [SendResultLine?] {
+        let client = try self.delivery.makeClient()
+        let results = await withTaskGroup(of: (Int, SendResultLine).self) { group in
+            for (index, push) in pushes.enumerated() {
+                guard case .success(let built) = push.outcome else { continue }
+                group.addTask {
+                    let result = await client.send(built.request)
+                    return (
+                        index,
+                        SendResultLine(line: 1, result: result, messageID: built.messageID, device: push.deviceID)
+                    )
+                }
+            }
+            var lines = [SendResultLine?](repeating: nil, count: pushes.count)
+            for await (index, line) in group { lines[index] = line }
+            return lines
+        }
+        await client.shutdown()
+        return results
     }
 }
 
@@ -52,7 +94,9 @@ func parseMessageID(_ value: String) throws -> MessageID {
 }
 
 struct Call: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Send a call invite (the recipient's device rings).")
+    static let configuration = CommandConfiguration(
+        abstract: "Send a call invite (each of the recipient's devices rings)."
+    )
     @OptionGroup var options: SendOptions
     @Option(name: .long, help: "The call id (UUID); default: a new one.") var callID: UUID?
     @Flag(name: .long, help: "A video call.") var video = false
@@ -98,7 +142,7 @@ struct Call: AsyncParsableCommand {
 }
 
 struct Cancel: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Cancel a call (the recipient's device stops ringing).")
+    static let configuration = CommandConfiguration(abstract: "Cancel a call (the recipient's devices stop ringing).")
     @OptionGroup var options: SendOptions
     @Option(name: .long, help: "The call id (UUID) of the invite.") var callID: UUID
     @Option(name: .long, help: "Why the call ends.") var reason: CallCancelReason = .remoteEnded
@@ -145,13 +189,16 @@ struct Batch: AsyncParsableCommand {
         discussion: """
             Each line: {"kind":"call|cancel|text|receipt","to":"<user id or card.json>", ...}; every key is listed \
             in README "Batch requests", and an unknown key is an error naming it. A bad line gets an error result \
-            line and the batch goes on. Input is streamed: sealing overlaps delivery, memory stays flat, results \
-            come in input order as soon as they are known. Exit status: 0 when every line succeeded, 74 when \
-            stdout could not be written, else the exit code of the first failed line.
+            line and the batch goes on. A line is sealed once per device of the recipient and gets one result \
+            line per device, each naming "device"; a refused recipient (exit 76 codes) fails its lines and the \
+            batch goes on. Input is streamed: sealing overlaps delivery, memory stays flat, results come in input \
+            order as soon as they are known. Exit status: 0 when every result succeeded, 74 when stdout could not \
+            be written, else the exit code of the first failed result.
             """
     )
     @OptionGroup var identity: IdentityOptions
     @Option(name: .long, help: "A folder of contact cards named <user id>.card.json.") var contacts: String?
+    @OptionGroup var pins: PinsOptions
     @OptionGroup var push: PushOptions
     @OptionGroup var delivery: DeliveryOptions
 
@@ -163,7 +210,7 @@ struct Batch: AsyncParsableCommand {
         let id = try self.identity.load()
         var batch = BatchRequests(
             builder: PushBuilder(identity: id, topic: self.push.override),
-            directory: ContactDirectory(folder: self.contacts)
+            trust: try self.pins.trust(identityPath: self.identity.identityPath, contacts: self.contacts)
         )
         let client = self.delivery.deliver ? try self.delivery.makeClient() : nil
         let summary = await SendPipeline(depth: self.delivery.pipelineDepth).run(

@@ -5,7 +5,8 @@
            and offline sealing throughput of `e2ee-send batch` (no network)
   filter   peak RSS of `e2ee-filter run` over N mixed payloads, RSS sampled over time (and at 10k / N),
            throughput, and cold start of `e2ee-filter once` (exec to decision)
-  soak     like filter, with N = 1,000,000 streamed from `e2ee-send batch` (RSS curve + peak)
+  soak     `e2ee-filter run` on N = 1,000,000 mixed payloads from three `e2ee-send batch` producers with replays,
+           a 36-second replay window: state size (file + WAL) and RSS at every N/10, peak RSS
 
 Usage: python3 Tools/bench/pipeline_bench.py --bin .build/release [sender|filter|soak|all] [--n N] [--spool off|on|both]
 """
@@ -207,6 +208,8 @@ def main():
     ap.add_argument("--curve-out", default=None, help="write the RSS curve (seconds, decided, rss_kb) as CSV")
     ap.add_argument("--spool", default="both", choices=["off", "on", "both"],
                     help="sender: the gateway's sink: stdout (off), an fsync'd spool (on), or one run of each (both)")
+    ap.add_argument("--replay-retention-hours", type=float, default=0.01,
+                    help="soak: the filter's replay window (default 0.01 h = 36 s, so the state ages as over days)")
     a = ap.parse_args()
     bin_dir = os.path.abspath(a.bin)
     if a.what in ("sender", "all"):
@@ -225,13 +228,118 @@ def main():
             if a.curve_out: write_curve(a.curve_out, r["curve"])
     if a.what == "soak":
         with tempfile.TemporaryDirectory() as w:
-            r = filter_run(bin_dir, w, a.n or 1_000_000, stream_from_sender=True, sample_s=0.5)
-            print(f"soak: {r['decided']}/{r['n']} decided in {r['elapsed_s']:.0f} s ({r['per_s']:,.0f}/s incl. sealing in the producer); peak RSS {r['peak_rss_kb']/1024:.1f} MB")
-            step = max(1, len(r["curve"]) // 12)
-            for s, d, kb in r["curve"][::step]:
-                print(f"soak:   t={s:7.1f} s  decided≈{int(d):>9,}  RSS {kb/1024:6.1f} MB")
-            print(f"soak: state file at the end {r['state_bytes']/1048576:.1f} MB (state.sqlite with its -wal and -shm)")
-            if a.curve_out: write_curve(a.curve_out, r["curve"])
+            soak(bin_dir, w, a.n or 1_000_000, a.replay_retention_hours, a.curve_out)
+
+def soak(bin_dir, work, n, retention_hours, curve_out=None):
+    """`e2ee-filter run` as a user runs it, on n mixed payloads from three senders on stdin (texts, receipts, calls
+    that ring and are hung up, cancels of unknown calls, callee declines, and replays of recent bodies), with a short
+    replay window so that time passes for the state as it would over days. Prints the state size (state file + WAL +
+    SHM) and the filter's RSS at every tenth of n, and the peak RSS."""
+    send, flt = os.path.join(bin_dir, "e2ee-send"), os.path.join(bin_dir, "e2ee-filter")
+    keys = os.path.join(work, "keys"); contacts = os.path.join(work, "bob-contacts")
+    os.makedirs(keys); os.makedirs(contacts)
+    q = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    senders = ("alice", "carol", "dave")
+    for u in senders:
+        run([send, "keygen", "--user-id", u, "--display-name", u.title(), "--out-dir", keys], **q)
+        shutil.copy(os.path.join(keys, f"{u}.card.json"), contacts)
+    run([send, "keygen", "--user-id", "bob", "--display-name", "Bob", "--out-dir", keys, "--device-token", "ab" * 32,
+         "--topic", "com.example.e2ee"], **q)
+    env = dict(os.environ, E2EE_TOPIC="com.example.e2ee")
+    replay_every = 20  # one payload in 20 is a replay of one of the last 1,000 bodies
+
+    def requests(seed, count):
+        rng, calls = random.Random(seed), []
+        for i in range(count):
+            k = i % 10
+            if k in (0, 1, 8):
+                yield {"kind": "text", "to": "bob", "thread": "t", "title": "Hi", "body": "x" * rng.randint(0, 900)}
+            elif k in (3, 4):
+                yield {"kind": "receipt", "to": "bob", "message_ids": ["%032x" % rng.getrandbits(128)]}
+            elif k == 5:
+                c = str(uuid.UUID(int=rng.getrandbits(128)))
+                calls.append(c)
+                yield {"kind": "call", "to": "bob", "call_id": c, "ring_timeout": 60}
+            elif k == 6 and calls:
+                yield {"kind": "cancel", "to": "bob", "call_id": calls.pop(0), "reason": "remoteEnded"}
+            elif k == 7:
+                yield {"kind": "cancel", "to": "bob", "call_id": str(uuid.UUID(int=rng.getrandbits(128))),
+                       "reason": "declinedElsewhere"}
+            else:
+                yield {"kind": "cancel", "to": "bob", "call_id": str(uuid.UUID(int=rng.getrandbits(128))),
+                       "reason": "answeredElsewhere"}
+
+    fresh = n - n // replay_every
+    per_sender = [fresh // 3 + (1 if i < fresh % 3 else 0) for i in range(3)]
+    producers = []
+    for i, u in enumerate(senders):
+        p = subprocess.Popen([send, "batch", "--identity", f"{keys}/{u}.identity", "--contacts", keys],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        def feed(p=p, seed=i + 1, count=per_sender[i]):
+            for r in requests(seed, count):
+                p.stdin.write((json.dumps(r) + "\n").encode())
+            p.stdin.close()
+        threading.Thread(target=feed, daemon=True).start()
+        producers.append(p)
+    state = os.path.join(work, "state.sqlite")
+    cmd = [flt, "run", "--identity", f"{keys}/bob.identity", "--contacts", contacts, "--state", state,
+           "--events", os.path.join(work, "events.jsonl"), "--replay-retention-hours", str(retention_hours)]
+    t0 = time.perf_counter()
+    f = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def relay():
+        rng, recent, sent = random.Random(7), [], 0
+        live = list(producers)
+        while live and sent < n:
+            for p in list(live):
+                if sent >= n: break
+                if recent and rng.randrange(replay_every) == 0:
+                    f.stdin.write(rng.choice(recent)); sent += 1
+                    continue
+                line = p.stdout.readline()
+                if not line:
+                    live.remove(p); continue
+                f.stdin.write(line); sent += 1
+                recent.append(line)
+                if len(recent) > 1000: recent.pop(0)
+        while recent and sent < n:  # the producers' share is n less the replays: top up with replays
+            f.stdin.write(rng.choice(recent)); sent += 1
+        f.stdin.close()
+    threading.Thread(target=relay, daemon=True).start()
+
+    def state_bytes():
+        return sum(os.path.getsize(state + ext) for ext in ("", "-wal", "-shm") if os.path.exists(state + ext))
+    peak, checkpoints, decided, counts = [0], [], 0, {}
+    stop = threading.Event()
+    def sample():
+        while not stop.is_set():
+            r = rss_kb(f.pid)
+            if r: peak[0] = max(peak[0], r)
+            time.sleep(0.25)
+    threading.Thread(target=sample, daemon=True).start()
+    step = max(1, n // 10)
+    for line in f.stdout:
+        decided += 1
+        d = json.loads(line)
+        key = f"{d['decision']}/{d['reason']}"
+        counts[key] = counts.get(key, 0) + 1
+        if decided % step == 0:
+            r = rss_kb(f.pid) or 0
+            peak[0] = max(peak[0], r)
+            checkpoints.append((decided, time.perf_counter() - t0, state_bytes(), r))
+            print(f"soak: {decided:>9,} decided  {checkpoints[-1][1]:7.0f} s  state {checkpoints[-1][2]/1048576:6.2f} MB "
+                  f"(file+WAL+SHM)  RSS {r/1024:5.1f} MB", flush=True)
+    f.wait(); stop.set()
+    for p in producers: p.wait()
+    elapsed = time.perf_counter() - t0
+    print(f"soak: {decided:,}/{n:,} decided in {elapsed:.0f} s ({decided/elapsed:,.0f}/s incl. sealing by 3 producers on "
+          f"the same cores); e2ee-filter exit {f.returncode}; peak RSS {peak[0]/1024:.1f} MB; "
+          f"replay window {retention_hours} h")
+    print("soak: decisions: " + ", ".join(f"{k} {v:,}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])))
+    if curve_out:
+        with open(curve_out, "w") as o:
+            o.write("decided,seconds,state_bytes,rss_kb\n")
+            for c in checkpoints: o.write(f"{c[0]},{c[1]:.1f},{c[2]},{c[3]}\n")
 
 def write_curve(path, curve):
     with open(path, "w") as f:

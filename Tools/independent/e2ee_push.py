@@ -10,7 +10,13 @@ Public API:
     key_id(public_key, alg)                      -> 8-byte key id (spec §3), alg = ALG_X25519 or ALG_ED25519
     encode_signed_part / decode_signed_part      -> inner message codec (spec §7)
     seal(message, recipient_public_key, signing_seed, ephemeral_secret) -> SealResult (spec §8)
-    open_body(body, device_keys, contacts)       -> Opened (spec §9), raises E2EEError with a §10 code
+    open_body(body, device_keys, contacts, now_ms) -> Opened (spec §9), raises E2EEError with a §10 code
+    parse_device_list / load_device_list         -> DeviceList (spec §11.1, §11.4), raises key-file and §11.4 codes
+    list_tbs / certificate_message / list_digest -> the signed bytes of §11.2, §11.3 and the pin digest of §11.5
+    check_pin(list, pin)                         -> "first-use" / "unchanged" / "newer" or raises §11.5 codes
+    fingerprint(user_id, user_signing_key)       -> §11.6 text
+    load_device_request(text)                    -> DeviceRequest (spec §11.8), proof verified
+    contacts_from_lists(lists)                   -> the contacts of §9 step 4 from verified device lists
 """
 
 from __future__ import annotations
@@ -611,9 +617,11 @@ class Opened:
     sender_public_key: bytes
 
 
-def open_envelope(envelope: bytes, device_keys: Mapping[bytes, bytes],
-                  contacts: Mapping[Tuple[str, bytes], bytes]) -> Opened:
-    """device_keys: key id -> X25519 secret; contacts: (user_id, signing key id) -> Ed25519 public key."""
+def open_envelope(envelope: bytes, device_keys: Mapping[bytes, object],
+                  contacts: Mapping[Tuple[str, bytes], bytes], now_ms: Optional[int] = None) -> Opened:
+    """device_keys: key id -> X25519 secret, or (secret, expires_at_ms or None); contacts: (user_id, signing
+    key id) -> Ed25519 public key (see contacts_from_lists). With now_ms, a key whose expires_at_ms is at or
+    before now_ms is unusable (§5 step 6)."""
     # §5, in order, stopping at the first failure.
     if len(envelope) == 0:
         raise E2EEError(MALFORMED_ENVELOPE, "empty envelope")
@@ -628,9 +636,12 @@ def open_envelope(envelope: bytes, device_keys: Mapping[bytes, bytes],
     if len(ciphertext) - TAG_LEN not in BUCKETS:
         raise E2EEError(MALFORMED_ENVELOPE, f"ciphertext length {len(ciphertext)} is not a bucket + 16")
     kid, enc = header[3:11], header[11:43]
-    sk_r = device_keys.get(kid)
-    if sk_r is None:
+    entry = device_keys.get(kid)
+    if entry is None:
         raise E2EEError(UNKNOWN_RECIPIENT_KEY, kid.hex())
+    sk_r, expires = entry if isinstance(entry, tuple) else (entry, None)
+    if expires is not None and (now_ms is None or expires <= now_ms):
+        raise E2EEError(UNKNOWN_RECIPIENT_KEY, f"{kid.hex()} expired at {expires}")
     # §9 step 2: every decryption failure is open-failed.
     shared_secret = dhkem_decap(enc, sk_r)  # raises open-failed on an all-zero DH
     ks = key_schedule_base(shared_secret, hpke_info(kid))
@@ -653,10 +664,353 @@ def open_envelope(envelope: bytes, device_keys: Mapping[bytes, bytes],
     return Opened(message, header, kid, enc, len(padded), pk)
 
 
-def open_body(body: bytes, device_keys: Mapping[bytes, bytes],
-              contacts: Mapping[Tuple[str, bytes], bytes]) -> Opened:
-    return open_envelope(envelope_from_body(body), device_keys, contacts)
+def open_body(body: bytes, device_keys: Mapping[bytes, object],
+              contacts: Mapping[Tuple[str, bytes], bytes], now_ms: Optional[int] = None) -> Opened:
+    return open_envelope(envelope_from_body(body), device_keys, contacts, now_ms)
 
+
+# ---------------------------------------------------------------------------------------------------------
+# Device lists (§11): well-formedness, certificates, list signature, pins, fingerprint, device requests
+
+KEY_FILE = "key-file"
+DEVICE_NOT_SIGNED_IN = "device-not-signed-in"
+BAD_LIST_SIGNATURE = "bad-list-signature"
+SIGNING_KEY_CHANGED = "signing-key-changed"
+LIST_ROLLBACK = "list-rollback"
+LIST_VERSION_REUSED = "list-version-reused"
+
+LIST_FORMAT = "e2ee-device-list"
+REQUEST_FORMAT = "e2ee-device-request"
+LIST_FORMAT_VERSION = 2
+CERT_LABEL = b"e2ee-push/device-cert/v1\x00"
+LIST_LABEL = b"e2ee-push/device-list/v1\x00"
+FINGERPRINT_LABEL = b"e2ee-push/fingerprint/v1\x00"
+REQUEST_LABEL = b"e2ee-push/device-request/v1\x00"
+MAX_JSON_INT = 2**53 - 1
+MAX_DEVICES = 16
+MAX_DEVICE_KEYS = 16
+_DEVICE_ID_RE = re.compile(r"\A[a-z0-9._-]{1,32}\Z")
+_HEX_RE = re.compile(r"\A[0-9a-fA-F]*\Z")
+
+
+@dataclass
+class ListedKey:
+    public_key: bytes
+    key_id: bytes
+    created_at_ms: int
+    retired_at_ms: Optional[int]
+    expires_at_ms: Optional[int]
+
+
+@dataclass
+class Device:
+    device_id: str
+    signing_key: bytes
+    signing_key_id: bytes
+    signed_in_at_ms: int
+    certificate: bytes
+    device_keys: List[ListedKey]
+    push: Optional[Dict[str, str]]
+
+    @property
+    def current_key(self) -> ListedKey:
+        return self.device_keys[-1]
+
+
+@dataclass
+class DeviceList:
+    user_id: str
+    display_name: str
+    user_signing_key: bytes
+    user_signing_key_id: bytes
+    list_version: int
+    issued_at_ms: int
+    devices: List[Device]
+    signature: bytes
+
+
+@dataclass
+class DeviceRequest:
+    user_id: str
+    device_id: str
+    signing_key: bytes
+    signing_key_id: bytes
+    device_keys: List[ListedKey]
+    push: Optional[Dict[str, str]]
+    created_at_ms: int
+    proof: bytes
+
+
+def _kf(cond: bool, rule: str) -> None:
+    """§11.1: a list that breaks a rule is `key-file`, saying which rule."""
+    if not cond:
+        raise E2EEError(KEY_FILE, rule)
+
+
+def _no_duplicate_keys(pairs):
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("duplicate key in a JSON object")
+    return dict(pairs)
+
+
+def _load_json(text: Union[str, bytes], what: str) -> Dict[str, object]:
+    try:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", errors="strict")
+        obj = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise E2EEError(KEY_FILE, f"{what} is not JSON: {exc}") from exc
+    _kf(isinstance(obj, dict), f"{what} is not a JSON object")
+    return obj  # type: ignore[return-value]
+
+
+def _int(obj: Mapping[str, object], name: str, lo: int, where: str) -> int:
+    """§11.1: an integer value; 1, 1.0 and 1e0 are the same number (list_tbs carries the value, not the text)."""
+    v = obj.get(name)
+    if isinstance(v, float) and v.is_integer() and abs(v) <= MAX_JSON_INT:
+        v = int(v)
+    _kf(isinstance(v, int) and not isinstance(v, bool), f"{where}{name} is missing or not an integer")
+    _kf(lo <= v <= MAX_JSON_INT, f"{where}{name} = {v} not in {lo}..2^53-1")  # type: ignore[operator]
+    return v  # type: ignore[return-value]
+
+
+def _opt_int(obj: Mapping[str, object], name: str, where: str) -> Optional[int]:
+    return _int(obj, name, 0, where) if name in obj else None
+
+
+def _str(obj: Mapping[str, object], name: str, lo: int, hi: int, where: str) -> str:
+    v = obj.get(name)
+    _kf(isinstance(v, str), f"{where}{name} is missing or not a string")
+    n = len(v.encode("utf-8", errors="surrogatepass"))  # type: ignore[union-attr]
+    try:
+        v.encode("utf-8")  # type: ignore[union-attr]
+    except UnicodeEncodeError:
+        _kf(False, f"{where}{name} is not valid UTF-8")
+    _kf(lo <= n <= hi, f"{where}{name}: {n} bytes not in {lo}..{hi}")
+    return v  # type: ignore[return-value]
+
+
+def _hex(obj: Mapping[str, object], name: str, length: int, where: str) -> bytes:
+    v = obj.get(name)
+    _kf(isinstance(v, str) and _HEX_RE.match(v) is not None and len(v) == 2 * length,
+        f"{where}{name} is not {2 * length} hex digits")
+    return bytes.fromhex(v)  # type: ignore[arg-type]
+
+
+def _push(obj: Mapping[str, object], where: str) -> Optional[Dict[str, str]]:
+    if "push" not in obj:
+        return None
+    p = obj["push"]
+    _kf(isinstance(p, dict), f"{where}push is not an object")
+    token = p.get("device_token")  # type: ignore[union-attr]
+    _kf(isinstance(token, str) and _HEX_RE.match(token) is not None and 64 <= len(token) <= 200
+        and len(token) % 2 == 0, f"{where}push.device_token is not an even number of 64-200 hex digits")
+    topic = _str(p, "topic", 1, 255, f"{where}push.")  # type: ignore[arg-type]
+    return {"device_token": token, "topic": topic}  # type: ignore[dict-item]
+
+
+def _device_id(obj: Mapping[str, object], where: str) -> str:
+    v = obj.get("device_id")
+    _kf(isinstance(v, str) and _DEVICE_ID_RE.match(v) is not None,
+        f"{where}device_id is not 1-32 characters of a-z 0-9 - _ .")
+    return v  # type: ignore[return-value]
+
+
+def _device_keys(obj: Mapping[str, object], where: str) -> List[ListedKey]:
+    arr = obj.get("device_keys")
+    _kf(isinstance(arr, list) and 1 <= len(arr) <= MAX_DEVICE_KEYS,  # type: ignore[arg-type]
+        f"{where}device_keys is not an array of 1-{MAX_DEVICE_KEYS} keys")
+    keys: List[ListedKey] = []
+    for i, k in enumerate(arr):  # type: ignore[arg-type]
+        w = f"{where}device_keys[{i}]."
+        _kf(isinstance(k, dict), f"{w[:-1]} is not an object")
+        pk = _hex(k, "public_key", 32, w)
+        kid = _hex(k, "key_id", 8, w)
+        _kf(kid == key_id(pk, ALG_X25519), f"{w}key_id is not the key id of public_key")
+        created = _int(k, "created_at_ms", 0, w)
+        retired = _opt_int(k, "retired_at_ms", w)
+        expires = _opt_int(k, "expires_at_ms", w)
+        keys.append(ListedKey(pk, kid, created, retired, expires))
+    current = [i for i, k in enumerate(keys) if k.retired_at_ms is None]
+    _kf(len(current) == 1, f"{where}device_keys: {len(current)} keys without retired_at_ms, exactly one is current")
+    _kf(current[0] == len(keys) - 1, f"{where}device_keys: the current key is not the last entry")
+    _kf(keys[-1].expires_at_ms is None, f"{where}device_keys: the current key has expires_at_ms")
+    for i, k in enumerate(keys[:-1]):
+        _kf(k.expires_at_ms is not None, f"{where}device_keys[{i}]: a retired key without expires_at_ms")
+        _kf(k.expires_at_ms >= k.retired_at_ms,  # type: ignore[operator]
+            f"{where}device_keys[{i}]: expires_at_ms before retired_at_ms")
+    return keys
+
+
+def parse_device_list(text: Union[str, bytes]) -> DeviceList:
+    """§11.1 well-formedness only (no signature checked): raises key-file naming the rule."""
+    o = _load_json(text, "device list")
+    if o.get("version") == 1 and "format" not in o:
+        raise E2EEError(KEY_FILE, "a version-1 single-device contact card, not a device list (version 2)")
+    _kf(o.get("format") == LIST_FORMAT, f'format is not "{LIST_FORMAT}"')
+    _kf(o.get("version") == LIST_FORMAT_VERSION and not isinstance(o.get("version"), bool),
+        f"version is not {LIST_FORMAT_VERSION}")
+    user_id = _str(o, "user_id", 1, 64, "")
+    display_name = _str(o, "display_name", 0, 255, "")
+    usk = _hex(o, "user_signing_key", 32, "")
+    usk_id = _hex(o, "user_signing_key_id", 8, "")
+    _kf(usk_id == key_id(usk, ALG_ED25519), "user_signing_key_id is not the key id of user_signing_key")
+    list_version = _int(o, "list_version", 1, "")
+    issued = _int(o, "issued_at_ms", 0, "")
+    signature = _hex(o, "signature", 64, "")
+    arr = o.get("devices")
+    _kf(isinstance(arr, list) and 1 <= len(arr) <= MAX_DEVICES,  # type: ignore[arg-type]
+        f"devices is not an array of 1-{MAX_DEVICES} devices")
+    devices: List[Device] = []
+    for i, d in enumerate(arr):  # type: ignore[arg-type]
+        w = f"devices[{i}]."
+        _kf(isinstance(d, dict), f"devices[{i}] is not an object")
+        device_id = _device_id(d, w)
+        sk = _hex(d, "signing_key", 32, w)
+        sk_id = _hex(d, "signing_key_id", 8, w)
+        _kf(sk_id == key_id(sk, ALG_ED25519), f"{w}signing_key_id is not the key id of signing_key")
+        signed_in = _int(d, "signed_in_at_ms", 0, w)
+        cert = _hex(d, "certificate", 64, w)
+        devices.append(Device(device_id, sk, sk_id, signed_in, cert, _device_keys(d, w), _push(d, w)))
+    ids = [d.device_id for d in devices]
+    _kf(len(set(ids)) == len(ids), "a device_id appears twice")
+    sk_ids = [d.signing_key_id for d in devices]
+    _kf(len(set(sk_ids)) == len(sk_ids), "a device signing key id appears twice")
+    _kf(usk_id not in sk_ids, "a device signing key id equals user_signing_key_id")
+    x_ids = [k.key_id for d in devices for k in d.device_keys]
+    _kf(len(set(x_ids)) == len(x_ids), "an X25519 key id appears twice in the list")
+    return DeviceList(user_id, display_name, usk, usk_id, list_version, issued, devices, signature)
+
+
+def _str8(s: str) -> bytes:
+    b = s.encode("utf-8")
+    assert len(b) <= 255
+    return bytes([len(b)]) + b
+
+
+def certificate_message(user_id: str, device_id: str, device_signing_key: bytes, signed_in_at_ms: int) -> bytes:
+    """§11.2: the bytes the user signing key signs to sign a device in."""
+    return (CERT_LABEL + _str8(user_id) + _str8(device_id) + device_signing_key
+            + struct.pack(">Q", signed_in_at_ms))
+
+
+def list_tbs(lst: DeviceList) -> bytes:
+    """§11.3 list_tbs (without the label)."""
+    out = (_str8(lst.user_id) + _str8(lst.display_name) + lst.user_signing_key
+           + struct.pack(">QQB", lst.list_version, lst.issued_at_ms, len(lst.devices)))
+    for d in lst.devices:
+        out += _str8(d.device_id) + d.signing_key + struct.pack(">Q", d.signed_in_at_ms) + d.certificate
+        out += bytes([len(d.device_keys)])
+        for k in d.device_keys:
+            out += k.public_key + struct.pack(">QQQ", k.created_at_ms, k.retired_at_ms or 0, k.expires_at_ms or 0)
+    return out
+
+
+def list_signature_message(lst: DeviceList) -> bytes:
+    return LIST_LABEL + list_tbs(lst)
+
+
+def list_digest(lst: DeviceList) -> bytes:
+    """§11.5: SHA-256 of list_tbs, what a pin remembers."""
+    return hashlib.sha256(list_tbs(lst)).digest()
+
+
+def verify_device_list(lst: DeviceList) -> None:
+    """§11.4 steps 2-3 (step 1 is parse_device_list)."""
+    for d in lst.devices:
+        msg = certificate_message(lst.user_id, d.device_id, d.signing_key, d.signed_in_at_ms)
+        if not ed25519_verify_strict(lst.user_signing_key, d.certificate, msg):
+            raise E2EEError(DEVICE_NOT_SIGNED_IN, f"device {d.device_id!r} has no valid certificate")
+    if not ed25519_verify_strict(lst.user_signing_key, lst.signature, list_signature_message(lst)):
+        raise E2EEError(BAD_LIST_SIGNATURE, "the list signature does not verify under user_signing_key")
+
+
+def load_device_list(text: Union[str, bytes]) -> DeviceList:
+    """§11.4 in order: well-formedness, certificates, list signature."""
+    lst = parse_device_list(text)
+    verify_device_list(lst)
+    return lst
+
+
+@dataclass
+class Pin:
+    user_signing_key: bytes
+    list_version: int
+    list_digest: bytes
+
+
+def check_pin(lst: DeviceList, pin: Optional[Pin]) -> str:
+    """§11.5 on a verified list: "first-use", "unchanged" or "newer"; raises the §11.5 codes."""
+    if pin is None:
+        return "first-use"
+    if lst.user_signing_key != pin.user_signing_key:
+        raise E2EEError(SIGNING_KEY_CHANGED, "the list is signed by another user signing key than the pinned one")
+    if lst.list_version < pin.list_version:
+        raise E2EEError(LIST_ROLLBACK, f"list_version {lst.list_version} < pinned {pin.list_version}")
+    if lst.list_version == pin.list_version:
+        if list_digest(lst) != pin.list_digest:
+            raise E2EEError(LIST_VERSION_REUSED, f"list_version {lst.list_version} pinned with other content")
+        return "unchanged"
+    return "newer"
+
+
+def fingerprint(user_id: str, user_signing_key: bytes) -> str:
+    """§11.6: 20 lowercase hex digits in five groups of four."""
+    h = hashlib.sha256(FINGERPRINT_LABEL + _str8(user_id) + user_signing_key).digest()[:10].hex()
+    return " ".join(h[i:i + 4] for i in range(0, 20, 4))
+
+
+def contacts_from_lists(lists: List[DeviceList]) -> Dict[Tuple[str, bytes], bytes]:
+    """§9 step 4: (user id, device signing key id) -> device signing key, over verified lists."""
+    return {(lst.user_id, d.signing_key_id): d.signing_key for lst in lists for d in lst.devices}
+
+
+def request_proof_message(user_id: str, device_id: str, device_signing_key: bytes,
+                          keys: List[ListedKey]) -> bytes:
+    """§11.8: the bytes the new device's signing key signs."""
+    out = REQUEST_LABEL + _str8(user_id) + _str8(device_id) + device_signing_key + bytes([len(keys)])
+    return out + b"".join(k.public_key + struct.pack(">Q", k.created_at_ms) for k in keys)
+
+
+def load_device_request(text: Union[str, bytes]) -> DeviceRequest:
+    """§11.8: well-formedness (key-file) then the proof."""
+    o = _load_json(text, "device request")
+    _kf(o.get("format") == REQUEST_FORMAT, f'format is not "{REQUEST_FORMAT}"')
+    _kf(o.get("version") == LIST_FORMAT_VERSION and not isinstance(o.get("version"), bool),
+        f"version is not {LIST_FORMAT_VERSION}")
+    user_id = _str(o, "user_id", 1, 64, "")
+    device_id = _device_id(o, "")
+    sk = _hex(o, "signing_key", 32, "")
+    sk_id = _hex(o, "signing_key_id", 8, "")
+    _kf(sk_id == key_id(sk, ALG_ED25519), "signing_key_id is not the key id of signing_key")
+    keys = _device_keys(o, "")
+    created = _int(o, "created_at_ms", 0, "")
+    proof_hex = o.get("proof")
+    _kf(isinstance(proof_hex, str) and _HEX_RE.match(proof_hex) is not None and len(proof_hex) % 2 == 0,
+        "proof is not hex")
+    proof = bytes.fromhex(proof_hex)  # type: ignore[arg-type]
+    req = DeviceRequest(user_id, device_id, sk, sk_id, keys, _push(o, ""), created, proof)
+    # A proof of another length than 64 bytes is a proof that does not verify (§11.8).
+    if not ed25519_verify_strict(sk, proof, request_proof_message(user_id, device_id, sk, keys)):
+        raise E2EEError(BAD_SIGNATURE, "the proof does not verify under the request's signing_key")
+    return req
+
+
+def parse_pins(text: Union[str, bytes]) -> Dict[str, Pin]:
+    """§11.5 pins file: {"version":1,"pins":{"<user id>":{...}}}; anything else is key-file."""
+    o = _load_json(text, "pins file")
+    _kf(o.get("version") == 1 and not isinstance(o.get("version"), bool), "pins file version is not 1")
+    pins = o.get("pins")
+    _kf(isinstance(pins, dict), "pins is not an object")
+    out: Dict[str, Pin] = {}
+    for user_id, p in pins.items():  # type: ignore[union-attr]
+        w = f"pins[{user_id!r}]."
+        _kf(isinstance(p, dict), f"{w[:-1]} is not an object")
+        out[user_id] = Pin(_hex(p, "user_signing_key", 32, w), _int(p, "list_version", 1, w),
+                           _hex(p, "list_digest", 32, w))
+        _int(p, "pinned_at_ms", 0, w)
+    return out
 
 # ---------------------------------------------------------------------------------------------------------
 # Helpers for reports

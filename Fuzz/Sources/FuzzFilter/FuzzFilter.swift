@@ -17,25 +17,40 @@ func seed(_ label: String) -> [UInt8] {
     return (0..<32).map { i in utf8[i % utf8.count] ^ UInt8(i) }
 }
 
-/// The engine, built once per process, with bob's keys and alice as a contact (the vector identities).
+/// The engine, built once per process, with bob's phone (keys as in the vectors: the older key retired an hour
+/// before the vectors' base time with the default 7-day grace) and alice's signed device list as the contact.
 let engine: FilterEngine = {
+    let hourBefore: UInt64 = 1_789_996_400_000
     let bob = try! Identity(
         userID: "bob",
         displayName: "Bob",
+        deviceID: "phone",
         signingKey: SigningPrivateKey(seed: SecureBytes(copying: seed("bob/signing-key"))),
+        userSigningKey: SigningPrivateKey(seed: SecureBytes(copying: seed("bob/user-key"))),
         deviceKeys: [
             (
-                try! X25519PrivateKey(secret: SecureBytes(copying: seed("bob/device-key-old"))), 1_789_913_600_000,
-                1_789_996_400_000
+                key: try! X25519PrivateKey(secret: SecureBytes(copying: seed("bob/device-key-old"))),
+                createdAtMs: 1_789_913_600_000, retiredAtMs: hourBefore,
+                expiresAtMs: hourBefore + Identity.defaultGracePeriodMs
             ),
-            (try! X25519PrivateKey(secret: SecureBytes(copying: seed("bob/device-key"))), 1_789_996_400_000, nil),
+            (
+                key: try! X25519PrivateKey(secret: SecureBytes(copying: seed("bob/device-key"))),
+                createdAtMs: hourBefore, retiredAtMs: nil, expiresAtMs: nil
+            ),
         ]
     )
     let alice = try! Identity(
         userID: "alice",
         displayName: "Alice Example",
+        deviceID: "phone",
         signingKey: SigningPrivateKey(seed: SecureBytes(copying: seed("alice/signing-key"))),
-        deviceKeys: [(try! X25519PrivateKey(secret: SecureBytes(copying: seed("alice/device-key"))), 1, nil)]
+        userSigningKey: SigningPrivateKey(seed: SecureBytes(copying: seed("alice/user-key"))),
+        deviceKeys: [
+            (
+                key: try! X25519PrivateKey(secret: SecureBytes(copying: seed("alice/device-key"))),
+                createdAtMs: hourBefore, retiredAtMs: nil, expiresAtMs: nil
+            )
+        ]
     )
     let logger = Logger(label: "fuzz") { _ in SwiftLogNoOpLogHandler() }
     let path = "/dev/shm/e2ee-fuzz-\(getpid()).sqlite"
@@ -48,7 +63,7 @@ let engine: FilterEngine = {
     )
     return try! FilterEngine(
         store: store,
-        accounts: [FilterAccount(identity: bob, contacts: ContactBook([alice.card()]))],
+        accounts: [FilterAccount(identity: bob, contacts: ContactBook([try alice.card(nowMs: hourBefore)]))],
         reporter: reporter,
         now: { 1_790_000_001_000 },
         logger: logger

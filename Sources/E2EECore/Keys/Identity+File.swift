@@ -1,5 +1,6 @@
 extension Identity {
-    static let magic: [UInt8] = Array("E2EEID".utf8) + [0x00, 0x01]
+    static let magic: [UInt8] = Array("E2EEID".utf8) + [0x00, 0x02]
+    static let magicVersion1: [UInt8] = Array("E2EEID".utf8) + [0x00, 0x01]
     static let plainProtection: UInt8 = 0x00
     static let passphraseProtection: UInt8 = 0x01
 
@@ -76,7 +77,14 @@ extension Identity {
         let badFile = { @Sendable (what: String) in E2EEError(.keyFile, "\(path) is not a valid identity file: \(what)")
         }
         var r = ByteReader(bytes, makeError: badFile)
-        guard try r.take(magic.count, "magic") == magic else { throw badFile("wrong magic or version") }
+        let fileMagic = try r.take(magic.count, "magic")
+        if fileMagic == magicVersion1 {
+            throw E2EEError(
+                .keyFile,
+                "\(path) is a single-device identity of an earlier release (version 1), which has no device id or user key: create a new identity with `e2ee-send keygen`"
+            )
+        }
+        guard fileMagic == magic else { throw badFile("wrong magic or version") }
         switch try r.u8("protection") {
         case plainProtection:
             return try decodeBody(bytes, range: r.offset..<bytes.count, makeError: badFile)
@@ -99,18 +107,27 @@ extension Identity {
         }
     }
 
-    /// body: user_id str8 | display_name str8 | signing_seed [32] | key_count u8 |
-    ///       key_count × (x25519_secret [32] | created_at_ms u64 | retired_at_ms u64, 0 = current)
+    /// body: user_id str8 | display_name str8 | device_id str8 | device_signing_seed [32] |
+    ///       has_user_key u8 | [user_signing_seed [32]] | key_count u8 |
+    ///       key_count × (x25519_secret [32] | created_at_ms u64 | retired_at_ms u64 | expires_at_ms u64), 0 = none
     func encodeBody() throws(E2EEError) -> [UInt8] {
         var w = ByteWriter()
         try w.str8(self.userID, field: "user id", allowEmpty: false)
         try w.str8(self.displayName, field: "display name")
+        try w.str8(self.deviceID, field: "device id", allowEmpty: false)
         self.signingKey.seed.withUnsafeBytes { w.raw(Array($0)) }
+        if let userKey = self.userSigningKey {
+            w.u8(1)
+            userKey.seed.withUnsafeBytes { w.raw(Array($0)) }
+        } else {
+            w.u8(0)
+        }
         w.u8(UInt8(self.deviceKeys.count))
         for key in self.deviceKeys {
             key.privateKey.secret.withUnsafeBytes { w.raw(Array($0)) }
             w.u64(key.createdAtMs)
             w.u64(key.retiredAtMs ?? 0)
+            w.u64(key.expiresAtMs ?? 0)
         }
         return w.bytes
     }
@@ -123,9 +140,19 @@ extension Identity {
         var r = ByteReader(bytes, range: range, makeError: makeError)
         let userID = try r.str8("user id", allowEmpty: false)
         let displayName = try r.str8("display name")
+        let deviceID = try r.str8("device id", allowEmpty: false)
         var seed = try r.take(Primitives.ed25519SeedLength, "signing seed")
         defer { secureWipe(&seed) }
         let signingKey = try SigningPrivateKey(seed: SecureBytes(copying: seed))
+        var userKey: SigningPrivateKey?
+        switch try r.u8("has user key") {
+        case 0: userKey = nil
+        case 1:
+            var userSeed = try r.take(Primitives.ed25519SeedLength, "user signing seed")
+            defer { secureWipe(&userSeed) }
+            userKey = try SigningPrivateKey(seed: SecureBytes(copying: userSeed))
+        default: throw makeError("has_user_key is neither 0 nor 1")
+        }
         let count = Int(try r.u8("key count"))
         var keys: [DeviceKey] = []
         for _ in 0..<count {
@@ -133,17 +160,26 @@ extension Identity {
             defer { secureWipe(&secret) }
             let created = try r.u64("created at")
             let retired = try r.u64("retired at")
+            let expires = try r.u64("expires at")
             keys.append(
                 DeviceKey(
                     privateKey: try X25519PrivateKey(secret: SecureBytes(copying: secret)),
                     createdAtMs: created,
-                    retiredAtMs: retired == 0 ? nil : retired
+                    retiredAtMs: retired == 0 ? nil : retired,
+                    expiresAtMs: expires == 0 ? nil : expires
                 )
             )
         }
         try r.expectEnd("identity")
         do {
-            return try Identity(userID: userID, displayName: displayName, signingKey: signingKey, deviceKeys: keys)
+            return try Identity(
+                userID: userID,
+                displayName: displayName,
+                deviceID: deviceID,
+                signingKey: signingKey,
+                userSigningKey: userKey,
+                deviceKeys: keys
+            )
         } catch {
             throw makeError(error.message)
         }

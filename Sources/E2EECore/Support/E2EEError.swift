@@ -47,6 +47,19 @@ public struct E2EEError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let locked = Code("locked")
         /// A libsodium call failed unexpectedly.
         public static let cryptoFailure = Code("crypto-failure")
+
+        // MARK: device lists (docs/PROTOCOL.md §11.4, §11.5)
+
+        /// A device in a device list has no valid certificate from the user signing key: it was not signed in.
+        public static let deviceNotSignedIn = Code("device-not-signed-in")
+        /// The device list's signature does not verify: something changed after the user key signed it.
+        public static let badListSignature = Code("bad-list-signature")
+        /// The list is signed by another user signing key than the one pinned for that user.
+        public static let signingKeyChanged = Code("signing-key-changed")
+        /// The list's version is below the highest version accepted before for that user.
+        public static let listRollback = Code("list-rollback")
+        /// The list has the version accepted before for that user, but different contents.
+        public static let listVersionReused = Code("list-version-reused")
     }
 
     public let code: Code

@@ -100,11 +100,21 @@ public enum PushPayload: Sendable {
         precondition(padded.count == bucket)
         let ciphertext = try context.seal(padded, authenticating: header)
         let envelope = Envelope(recipientKeyID: recipientKeyID, encapsulatedKey: enc, ciphertext: ciphertext)
+        let body = Self.body(for: envelope)
+        return SealedPush(body: body, envelope: envelope, bucket: bucket, message: message)
+    }
+
+    /// The uniform APNs body of docs/PROTOCOL.md §4 that carries `envelope`: the fixed placeholder alert, then the
+    /// envelope in base64. A relay that receives envelopes frames them with this, byte for byte as a sender would.
+    ///
+    /// - Parameter envelope: A parsed envelope (its ciphertext is a padding bucket + 16 bytes, so the body fits).
+    /// - Returns: The body bytes (2,233 or 4,093 bytes).
+    public static func body(for envelope: Envelope) -> [UInt8] {
         let body = Array(
             (WireProtocol.bodyPrefix + Data(envelope.serialized).base64EncodedString() + WireProtocol.bodySuffix).utf8
         )
         precondition(body.count <= WireProtocol.apnsMaximumBodyLength)
-        return SealedPush(body: body, envelope: envelope, bucket: bucket, message: message)
+        return body
     }
 
     /// Extracts the envelope from an APNs body.

@@ -24,6 +24,10 @@ public struct CallEvent: Hashable, Sendable, Codable {
         public static let ended = Self(rawValue: "ended")
         /// The call rang and nobody answered: timed out, or the caller hung up first.
         public static let missed = Self(rawValue: "missed")
+        /// Caller's side: a callee declined a call this user placed (a `declinedElsewhere` cancel from them for a
+        /// call this device does not know as incoming); `byUser` and `byDevice` say who. The app stops its
+        /// outgoing ring.
+        public static let remoteDeclined = Self(rawValue: "remote-declined")
 
         public var description: String { rawValue }
 
@@ -36,6 +40,10 @@ public struct CallEvent: Hashable, Sendable, Codable {
     public var reason: String?
     public var handle: String?
     public var displayName: String?
+    /// `remote-declined`: the user id that declined.
+    public var byUser: String?
+    /// `remote-declined`: the device (in that user's device list) that declined.
+    public var byDevice: String?
     /// When it happened, in milliseconds since 1970.
     public var atMs: Int64
 
@@ -46,6 +54,8 @@ public struct CallEvent: Hashable, Sendable, Codable {
         reason: String? = nil,
         handle: String? = nil,
         displayName: String? = nil,
+        byUser: String? = nil,
+        byDevice: String? = nil,
         atMs: Int64
     ) {
         self.event = event
@@ -54,6 +64,8 @@ public struct CallEvent: Hashable, Sendable, Codable {
         self.reason = reason
         self.handle = handle
         self.displayName = displayName
+        self.byUser = byUser
+        self.byDevice = byDevice
         self.atMs = atMs
     }
 

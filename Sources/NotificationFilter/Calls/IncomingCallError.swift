@@ -49,6 +49,8 @@ public struct CallActionError: Error, Hashable, Sendable, CustomStringConvertibl
         public static let unknownCallUUID = Self(rawValue: "unknownCallUUID")
         /// The action does not apply in the call's state (answering a call that is already active).
         public static let invalidAction = Self(rawValue: "invalidAction")
+        /// The filter serves no account of that name, or several and none was named.
+        public static let unknownAccount = Self(rawValue: "unknownAccount")
 
         public var description: String { rawValue }
     }

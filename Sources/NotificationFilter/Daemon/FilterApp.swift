@@ -17,26 +17,34 @@ public struct FilterAppOptions: Sendable {
         public var contacts: String
         /// A file holding the passphrase of a locked identity; while it is absent the account stays locked.
         public var passphraseFile: String?
-        /// The account's public card: gives its key ids while the identity is locked.
+        /// The account's own device list (its user's public card). It is a contact too, so the user's other
+        /// devices are accepted senders; it gives this device's key ids while the identity is locked. Default: the
+        /// contacts folder's list of the identity's user id, if there is one.
         public var card: String?
+        /// This device's id in the own list; needed only while the identity is locked and the list has several
+        /// devices (an unlocked identity knows its device id).
+        public var deviceID: String?
 
         public init(
             name: String? = nil,
             identity: String,
             contacts: String,
             passphraseFile: String? = nil,
-            card: String? = nil
+            card: String? = nil,
+            deviceID: String? = nil
         ) {
             self.name = name
             self.identity = identity
             self.contacts = contacts
             self.passphraseFile = passphraseFile
             self.card = card
+            self.deviceID = deviceID
         }
 
         enum CodingKeys: String, CodingKey {
             case name, identity, contacts, card
             case passphraseFile = "passphrase_file"
+            case deviceID = "device_id"
         }
     }
 
@@ -47,6 +55,8 @@ public struct FilterAppOptions: Sendable {
     public var hookCommand: String?
     public var input: FilterDaemonConfiguration.Input = .standardInput
     public var exitAtEndOfInput = false
+    /// This device's push token: spool lines for other tokens are skipped (``FilterDaemonConfiguration/deviceToken``).
+    public var deviceToken: String?
     public var policy = FilterPolicy()
     public var callProvider = CallProviderConfiguration()
     public var now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
@@ -91,6 +101,7 @@ public enum FilterApp: Sendable {
         )
         var configuration = FilterDaemonConfiguration(input: options.input, decisionsPath: options.decisionsPath)
         configuration.exitAtEndOfInput = options.exitAtEndOfInput
+        configuration.deviceToken = options.deviceToken
         var lockedAccounts: [String: PassphraseUnlocker.Account] = [:]
         for (account, accountOptions) in zip(accounts, options.accounts) where lockedAccounts[account.name] == nil {
             lockedAccounts[account.name] = .init(
@@ -112,29 +123,107 @@ public enum FilterApp: Sendable {
     }
 
     /// Loads one account: unlocked if its identity is plain or its passphrase file is there, else locked.
+    ///
+    /// The own device list is `--card`, else the contacts folder's list of the account's user id. Given with
+    /// `--card`, it must list this device with the identity's signing key.
     static func loadAccount(_ options: FilterAppOptions.Account, logger: Logger) throws -> FilterAccount {
         let contacts = try self.loadContacts(folder: options.contacts, logger: logger)
+        let card = try options.card.map { try DeviceList.load(path: $0) }
         if try Identity.isLocked(path: options.identity) {
             if let file = options.passphraseFile, let passphrase = try? SecretFile.readPassphrase(path: file) {
                 let identity = try Identity.load(path: options.identity, passphrase: passphrase)
-                return FilterAccount(name: options.name, identity: identity, contacts: contacts)
+                return try self.unlockedAccount(identity, contacts: contacts, card: card, options, logger: logger)
             }
-            let card = try options.card.map { try ContactCard.load(path: $0) }
             let fileName = options.identity.split(separator: "/").last.map(String.init) ?? options.identity
             let name =
                 options.name ?? card?.userID
                 ?? (fileName.hasSuffix(".identity") ? String(fileName.dropLast(9)) : fileName)
+            let ownList = card ?? contacts.lists[name]
+            let device = try ownList.map { list throws(FilterDaemonError) in
+                try self.ownDevice(in: list, deviceID: options.deviceID, card: options.card ?? options.contacts)
+            }
             return FilterAccount(
                 lockedName: name,
-                deviceKeyIDs: Set(card?.deviceKeys.map(\.keyID) ?? []),
-                contacts: contacts
+                deviceKeyIDs: Set(device?.deviceKeys.map(\.keyID) ?? []),
+                contacts: contacts,
+                userID: ownList?.userID,
+                ownList: ownList,
+                ownDevice: device
             )
         }
-        return FilterAccount(
-            name: options.name,
-            identity: try Identity.load(path: options.identity),
-            contacts: contacts
+        return try self.unlockedAccount(
+            try Identity.load(path: options.identity),
+            contacts: contacts,
+            card: card,
+            options,
+            logger: logger
         )
+    }
+
+    private static func unlockedAccount(
+        _ identity: Identity,
+        contacts: ContactBook,
+        card: DeviceList?,
+        _ options: FilterAppOptions.Account,
+        logger: Logger
+    ) throws -> FilterAccount {
+        if let deviceID = options.deviceID, deviceID != identity.deviceID {
+            throw FilterDaemonError(
+                "--device-id \(deviceID) does not match the identity \(options.identity), which is device "
+                    + "\(identity.deviceID): leave --device-id out, or pass this device's identity"
+            )
+        }
+        var ownList = card
+        if let list = card {
+            guard list.userID == identity.userID else {
+                throw FilterDaemonError(
+                    "--card \(options.card ?? "") is \(list.userID)'s device list, but the identity is "
+                        + "\(identity.userID)'s: pass this user's own device list"
+                )
+            }
+            guard list.device(named: identity.deviceID)?.signingKey == identity.signingKey.publicKey else {
+                throw FilterDaemonError(
+                    "--card \(options.card ?? "") (\(list.userID)'s device list, version \(list.listVersion), devices "
+                        + "\(list.devices.map(\.deviceID).joined(separator: ", "))) does not list this device "
+                        + "\(identity.deviceID) with its signing key: sign this device in and pass the new list"
+                )
+            }
+        } else if let list = contacts.lists[identity.userID] {
+            if list.device(named: identity.deviceID)?.signingKey == identity.signingKey.publicKey {
+                ownList = list
+            } else {
+                logger.warning(
+                    "the contacts' device list of this user does not list this device: the user's other devices are accepted, but update the list (device add) so they can reach this one",
+                    metadata: ["device": "\(identity.deviceID)", "listVersion": "\(list.listVersion)"]
+                )
+            }
+        }
+        return FilterAccount(name: options.name, identity: identity, contacts: contacts, ownList: ownList)
+    }
+
+    /// This device's entry of the own list while locked: `--device-id`, or the only device.
+    private static func ownDevice(
+        in list: DeviceList,
+        deviceID: String?,
+        card: String
+    ) throws(FilterDaemonError) -> DeviceList.Device {
+        let names = list.devices.map(\.deviceID).joined(separator: ", ")
+        if let deviceID {
+            guard let device = list.device(named: deviceID) else {
+                throw FilterDaemonError(
+                    "--device-id \(deviceID): \(card) (\(list.userID)'s device list) has no such device "
+                        + "(devices: \(names)); pass one of them"
+                )
+            }
+            return device
+        }
+        guard list.devices.count == 1 else {
+            throw FilterDaemonError(
+                "the identity is locked and \(card) lists \(list.devices.count) devices of \(list.userID) "
+                    + "(\(names)): pass --device-id to say which one this device is"
+            )
+        }
+        return list.devices[0]
     }
 
     /// Every valid `*.card.json` in a folder.
@@ -155,7 +244,7 @@ public enum FilterApp: Sendable {
         for name in names.sorted() where name.hasSuffix(".card.json") {
             let path = folder + "/" + name
             do {
-                book.add(try ContactCard.load(path: path))
+                book.add(try DeviceList.load(path: path))
             } catch {
                 // The message names the file and the problem; E2EEError messages never hold key material.
                 logger.error(

@@ -27,6 +27,9 @@ public struct FilterDaemonConfiguration: Sendable {
     public var decisionsPath: String?
     /// At the end of a spool, stop instead of waiting for more.
     public var exitAtEndOfInput = false
+    /// This device's push token (hex, any case): spool records and request lines addressed to another token are
+    /// skipped without a decision, as a phone never receives another phone's pushes. Nil decides every line.
+    public var deviceToken: String?
     /// How many available payloads are decided in one transaction (group commit).
     public var batchSize = 64
     /// How often ring timeouts are checked.
@@ -128,6 +131,8 @@ public final class FilterDaemon: Service, Sendable {
             while !Task.isCancelled {
                 try? await Task.sleep(for: self.configuration.tickInterval)
                 try? await self.engine.expireRinging()
+                // Answers and declines recorded by `e2ee-filter answer|decline` on this state file.
+                _ = try? await self.engine.applyCallActions()
                 if await self.engine.isLocked {
                     try? await self.tryUnlock(output: output)
                 } else if await self.engine.hasKeptPayloads {
@@ -158,6 +163,27 @@ public final class FilterDaemon: Service, Sendable {
                         : PayloadInput.parse(line: line.bytes, defaultSeq: lineNumber + 1)
                     lineNumber = spoolPath == nil ? lineNumber + 1 : max(lineNumber + 1, input.seq)
                     inputs.append(input)
+                }
+                if let token = self.configuration.deviceToken {
+                    // Another device's pushes: not ours to decide (no decision line), but read past.
+                    let skipped = inputs.count
+                    inputs.removeAll { !$0.isAddressed(to: token) }
+                    if skipped > inputs.count {
+                        self.logger.debug(
+                            "pushes for other devices skipped",
+                            metadata: ["count": "\(skipped - inputs.count)"]
+                        )
+                    }
+                    if inputs.isEmpty {
+                        if let spoolPath {
+                            try await self.engine.skip(
+                                spool: (spoolPath, lines.last!.endOffset),
+                                lastSeq: lineNumber
+                            )
+                        }
+                        if Task.isCancelled || Task.isShuttingDownGracefully { break }
+                        continue
+                    }
                 }
                 let outcome = try await self.engine.process(
                     inputs,

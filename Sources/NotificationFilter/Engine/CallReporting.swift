@@ -33,4 +33,21 @@ public protocol CallReporting: Sendable {
     /// After a restart: a call that was ringing before the crash and still is. The reporter restores it without
     /// announcing a second ring.
     func restoreRinging(_ handoff: FilterDecision.Handoff) async
+    /// The user answered or declined a ringing call (CallKit's `CXAnswerCallAction` / `CXEndCallAction`),
+    /// recorded in the state by ``FilterEngine/perform(_:callID:account:)``. A call the provider does not know
+    /// (after a restart) is restored first, without a second `ringing` event.
+    func apply(_ action: CallUserAction, _ handoff: FilterDecision.Handoff) async
+    /// Caller's side: a callee (`byUser`, device `byDevice`) declined the call `callID` this user placed.
+    func reportRemoteDeclined(account: String, callID: UUID, byUser: String, byDevice: String?, atMs: Int64) async
+}
+
+/// What the user does with a ringing call, from the CLI (`e2ee-filter answer` / `decline`).
+public enum CallUserAction: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// `CXAnswerCallAction`: ringing → active (`answered` event); the other devices get `answeredElsewhere`.
+    case answer
+    /// `CXEndCallAction` on a ringing call: ringing → ended (`declined` event); the other devices and the caller
+    /// get `declinedElsewhere`.
+    case decline
+
+    public var description: String { self.rawValue }
 }

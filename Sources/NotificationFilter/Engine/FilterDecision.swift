@@ -68,6 +68,8 @@ public struct FilterDecision: Sendable, Hashable, Codable {
     public var account: String?
     /// The message id, when known.
     public var messageID: String?
+    /// The device id (in the sender's device list) of the device that sent an opened message.
+    public var senderDevice: String?
     public var callID: UUID?
     public var alert: Alert?
     public var handoff: Handoff?
@@ -77,6 +79,7 @@ public struct FilterDecision: Sendable, Hashable, Codable {
         case apnsID = "apns_id"
         case messageID = "message_id"
         case callID = "call_id"
+        case senderDevice = "sender_device"
     }
 
     public init(seq: Int64, apnsID: String?, decision: Action, reason: String) {
@@ -114,6 +117,18 @@ public enum FilterReason: Sendable {
     public static let cancelForEndedCall = "cancel-for-ended-call"
     /// A cancel for a known call from a user other than the one who invited: ignored, the call goes on.
     public static let cancelNotFromCaller = "cancel-not-from-caller"
+    /// `silence`: another device of the account's own user answered the call (an `answeredElsewhere` cancel
+    /// from it): the call ends (`ended` event, reason `answeredElsewhere`), no missed call. Also the decision of
+    /// an invite whose call was answered elsewhere before it arrived: it never rings.
+    public static let answeredElsewhere = "answered-elsewhere"
+    /// `silence`: as ``answeredElsewhere``, for a decline on another device of the account's own user.
+    public static let declinedElsewhere = "declined-elsewhere"
+    /// `silence`: another device of the account's own user answered or declined a call this device already
+    /// answered: the call goes on here.
+    public static let cancelForAnsweredCall = "cancel-for-answered-call"
+    /// `silence`: a `declinedElsewhere` cancel from another user for a call this device does not know as
+    /// incoming: the callee declined a call this user placed (a `remote-declined` call event).
+    public static let declinedByCallee = "declined-by-callee"
     public static let receipt = "receipt"
     public static let unknownKind = "unknown-kind"
     public static let replay = "replay"

@@ -7,26 +7,40 @@ import Foundation
 #endif
 
 extension FilterEngine {
+    /// A message that opened and verified, with what the rules need to know about its account and sender.
+    struct OpenedMessage: Sendable {
+        var account: String
+        var message: InnerMessage
+        var senderName: String
+        /// The sending device's id in the sender's device list.
+        var senderDevice: String?
+        /// The receiving account's user id and this device's signing key id (§15.1: who counts as "another
+        /// device of the same user").
+        var ownUserID: String
+        var ownSigningKeyID: KeyID?
+
+        /// The message comes from ANOTHER device of the receiving account's own user.
+        var fromOwnOtherDevice: Bool {
+            self.message.senderUserID == self.ownUserID
+                && self.ownSigningKeyID.map { $0 != self.message.senderSigningKeyID } ?? false
+        }
+    }
+
     /// The stateless half of a decision: parse, find the account, open and verify.
     enum Opened: Sendable {
         case malformedInput
         case failed(code: String, account: String?)
-        case opened(account: String, message: InnerMessage, senderName: String)
+        case opened(OpenedMessage)
     }
 
     /// What opening needs, copied out of the actor so batches can be opened on both cores.
     struct OpenContext: Sendable {
         var accounts: [FilterAccount]
         var accountByKeyID: [KeyID: Int]
-        var gracePeriodMs: Int64
     }
 
     var openContext: OpenContext {
-        OpenContext(
-            accounts: self.accounts,
-            accountByKeyID: self.accountByKeyIDMap,
-            gracePeriodMs: self.policy.keyGracePeriodMs
-        )
+        OpenContext(accounts: self.accounts, accountByKeyID: self.accountByKeyIDMap)
     }
 
     /// Opens a batch: inputs of eight or more are split in two halves opened in parallel (decryption and signature
@@ -41,6 +55,8 @@ extension FilterEngine {
         return first + (await other.value)
     }
 
+    /// Opens one payload. The recipient key must be one of the account's keys that still opens at `nowMs`: the
+    /// identity's per-key `expires_at_ms` decides (docs/PROTOCOL.md §11.1; a revoked key opens nothing).
     static func open(_ input: PayloadInput, _ context: OpenContext, nowMs: Int64) -> Opened {
         guard let body = input.body else { return .malformedInput }
         do {
@@ -51,16 +67,24 @@ extension FilterEngine {
                 return .failed(code: E2EEError.Code.unknownRecipientKey.rawValue, account: nil)
             }
             let account = context.accounts[index]
-            let grace = UInt64(max(0, context.gracePeriodMs))
             do {
                 let opened = try PushPayload.open(
                     envelope,
-                    deviceKey: { identity.deviceKey(for: $0, nowMs: UInt64(max(0, nowMs)), gracePeriodMs: grace) },
+                    deviceKey: { identity.deviceKey(for: $0, nowMs: UInt64(max(0, nowMs))) },
                     signingKey: { account.contacts.signingKey(userID: $0, keyID: $1) }
                 )
-                let name =
-                    account.contacts.cards[opened.message.senderUserID]?.displayName ?? opened.message.senderUserID
-                return .opened(account: account.name, message: opened.message, senderName: name)
+                let message = opened.message
+                let list = account.contacts.lists[message.senderUserID]
+                return .opened(
+                    OpenedMessage(
+                        account: account.name,
+                        message: message,
+                        senderName: list?.displayName ?? message.senderUserID,
+                        senderDevice: list?.device(signingKeyID: message.senderSigningKeyID)?.deviceID,
+                        ownUserID: account.userID,
+                        ownSigningKeyID: account.ownSigningKeyID
+                    )
+                )
             } catch {
                 return .failed(code: error.code.rawValue, account: account.name)
             }
@@ -72,7 +96,7 @@ extension FilterEngine {
     /// The stateful half: replay, clock and call rules. Runs inside the batch's transaction.
     func decide(
         _ input: PayloadInput,
-        _ opened: Opened,
+        _ result: Opened,
         nowMs: Int64,
         tx: borrowing FilterStateTransaction,
         admission: inout CallAdmission,
@@ -87,10 +111,8 @@ extension FilterEngine {
             return d
         }
 
-        let account: String
-        let message: InnerMessage
-        let senderName: String
-        switch opened {
+        let opened: OpenedMessage
+        switch result {
         case .malformedInput:
             return fallback(FilterReason.malformedInput)
         case .failed(let code, let acct):
@@ -102,16 +124,18 @@ extension FilterEngine {
             }
             d.account = acct
             return d
-        case .opened(let a, let m, let n):
-            account = a
-            message = m
-            senderName = n
+        case .opened(let o):
+            opened = o
         }
+        let account = opened.account
+        let message = opened.message
+        let senderName = opened.senderName
 
         var decision = FilterDecision(seq: input.seq, apnsID: input.apnsID, decision: .silence, reason: "")
         decision.kind = message.kind.description
         decision.account = account
         decision.messageID = message.messageID.hex
+        decision.senderDevice = opened.senderDevice
         func finish(_ action: FilterDecision.Action, _ reason: String) -> FilterDecision {
             var d = decision
             d.decision = action
@@ -191,9 +215,27 @@ extension FilterEngine {
                 // Already ringing, active, ended or missed: never a second ring (docs/FAILURE-MODES.md item 7).
                 return finish(.silence, FilterReason.duplicateCall)
             }
-            // Only a cancel from the inviter cancels the invite (a cancel from anyone else is dropped here).
-            if try tx.consumeEarlyCancel(account: account, callID: invite.callID, caller: message.senderUserID) != nil {
+            // Only a cancel from the inviter cancels the invite; an answer or decline on another device of the
+            // account's own user that came first keeps it from ringing without a missed call (§15.1). Cancels
+            // from anyone else are dropped here.
+            let early = try tx.consumeEarlyCancels(account: account, callID: invite.callID)
+            if early.contains(where: { $0.senderUserID == nil || $0.senderUserID == message.senderUserID }) {
                 return try missed(FilterReason.cancelledBeforeInvite)
+            }
+            if let elsewhere = early.first(where: {
+                $0.senderUserID == opened.ownUserID && Self.elsewhereReason($0.reason) != nil
+            }), let reason = Self.elsewhereReason(elsewhere.reason) {
+                try tx.setCallState(
+                    CallStateRecord(
+                        account: account,
+                        callID: invite.callID,
+                        state: .ended,
+                        updatedAtMs: nowMs,
+                        endReason: reason,
+                        callerUserID: message.senderUserID
+                    )
+                )
+                return finish(.silence, reason)
             }
             let deadline = sentAt + Int64(invite.ringTimeoutSeconds) * 1000 + self.policy.clockSkewMs
             if nowMs >= deadline {
@@ -243,8 +285,17 @@ extension FilterEngine {
 
         case .callCancel(let cancel):
             decision.callID = cancel.callID
+            // §15.1: another device of the account's own user answered or declined.
+            let elsewhere =
+                opened.fromOwnOtherDevice
+                && (cancel.reason == .answeredElsewhere || cancel.reason == .declinedElsewhere)
             guard let state = try tx.callState(account: account, callID: cancel.callID) else {
-                // Pushes are not ordered: remember it, so the late invite becomes a missed call (docs/FAILURE-MODES.md item 5).
+                if message.senderUserID == opened.ownUserID && !opened.fromOwnOtherDevice {
+                    // This device's own cancel coming back: it changes nothing.
+                    return finish(.silence, FilterReason.cancelNotFromCaller)
+                }
+                // Pushes are not ordered: remember it, so the late invite becomes a missed call (docs/FAILURE-MODES.md
+                // item 5), or, answered or declined on another device of this user, never rings.
                 try tx.recordEarlyCancel(
                     EarlyCancelRecord(
                         account: account,
@@ -254,18 +305,39 @@ extension FilterEngine {
                         senderUserID: message.senderUserID
                     )
                 )
+                if cancel.reason == .declinedElsewhere && message.senderUserID != opened.ownUserID {
+                    // The caller's side: a callee declined a call this user placed (not an incoming call here). Its
+                    // `remote-declined` event is kept with the decision until it is recorded in the event outbox,
+                    // so a crash in between cannot lose it (``FilterEngine/recoverAfterRestart()``).
+                    let decline = RemoteDeclineRecord(
+                        account: account,
+                        callID: cancel.callID,
+                        byUser: message.senderUserID,
+                        byDevice: opened.senderDevice,
+                        atMs: nowMs
+                    )
+                    try tx.insertRemoteDecline(decline)
+                    actions.append(.remoteDeclined(decline))
+                    return finish(.silence, FilterReason.declinedByCallee)
+                }
                 return finish(.silence, FilterReason.cancelForUnknownCall)
             }
-            // Only the user who invited can end the call; anyone else who knows the call id cannot (a call stored
-            // before the caller was recorded has no caller and accepts any contact's cancel, as it did then).
-            if let caller = state.callerUserID, caller != message.senderUserID {
+            // Only the user who invited can end the call, or (answered or declined) another device of the account's
+            // own user; anyone else who knows the call id cannot (a call stored before the caller was recorded has
+            // no caller and accepts any contact's cancel, as it did then).
+            let fromCaller = state.callerUserID == nil || state.callerUserID == message.senderUserID
+            guard fromCaller || elsewhere else {
                 return finish(.silence, FilterReason.cancelNotFromCaller)
+            }
+            if elsewhere && !fromCaller && state.state == .active {
+                // Answered here too: the call goes on on this device.
+                return finish(.silence, FilterReason.cancelForAnsweredCall)
             }
             guard state.state == .ringing || state.state == .active else {
                 return finish(.silence, FilterReason.cancelForEndedCall)
             }
             let wasRinging = state.state == .ringing
-            _ = try tx.deleteRing(account: account, callID: cancel.callID)
+            let endedRing = try tx.deleteRing(account: account, callID: cancel.callID)
             admission.end(uuid: cancel.callID)
             let ring = wasRinging && cancel.reason == .remoteEnded
             try tx.setCallState(
@@ -283,15 +355,27 @@ extension FilterEngine {
                     MissedCallRecord(
                         account: account,
                         callID: cancel.callID,
-                        callerHandle: nil,
-                        displayName: nil,
+                        callerHandle: endedRing?.callerHandle,
+                        displayName: endedRing?.displayName,
                         atMs: nowMs,
                         reason: "remoteEnded"
                     )
                 )
             }
             actions.append(.end(account: account, callID: cancel.callID, cause: .cancelled(cancel.reason), atMs: nowMs))
+            if elsewhere && !fromCaller {
+                return finish(.silence, Self.elsewhereReason(cancel.reason.description) ?? FilterReason.callCancelled)
+            }
             return finish(.silence, FilterReason.callCancelled)
+        }
+    }
+
+    /// The decision reason of an `answeredElsewhere` / `declinedElsewhere` cancel reason (nil for any other).
+    static func elsewhereReason(_ cancelReason: String) -> String? {
+        switch cancelReason {
+        case CallCancelReason.answeredElsewhere.description: FilterReason.answeredElsewhere
+        case CallCancelReason.declinedElsewhere.description: FilterReason.declinedElsewhere
+        default: nil
         }
     }
 }

@@ -51,10 +51,7 @@ public actor FilterEngine {
         self.reporter = reporter
         self.now = now
         self.logger = logger
-        self.keptWaiting = try store.transaction { tx in
-            try tx.prepareEngineTables()
-            return try !tx.pendingPayloads(limit: 1).isEmpty
-        }
+        self.keptWaiting = try store.transaction { tx in try !tx.pendingPayloads(limit: 1).isEmpty }
         self.accountByKeyID = Self.index(accounts)
     }
 
@@ -131,6 +128,14 @@ public actor FilterEngine {
         }
 
         return try await self.decideNow(inputs, spool: spool, deduplicateBySeq: deduplicateBySeq, nowMs: nowMs)
+    }
+
+    /// Records that the spool was read through `offset` (input `lastSeq`) without deciding anything: lines for
+    /// other devices (``FilterDaemonConfiguration/deviceToken``).
+    public func skip(spool: (path: String, offset: Int64), lastSeq: Int64) throws {
+        try self.store.transaction { tx in
+            try tx.setSpoolProgress(path: spool.path, SpoolProgress(byteOffset: spool.offset, lastSeq: lastSeq))
+        }
     }
 
     /// Decides a batch now (not locked, nothing kept waiting, or the kept payloads themselves).
@@ -212,8 +217,7 @@ public actor FilterEngine {
         emit: (@Sendable ([String]) throws -> Void)? = nil
     ) async throws -> [FilterDecision] {
         guard let index = self.accounts.firstIndex(where: { $0.name == name }) else { return [] }
-        self.accounts[index].identity = identity
-        self.accounts[index].deviceKeyIDs = Set(identity.deviceKeys.map(\.keyID))
+        self.accounts[index].unlock(with: identity)
         self.accountByKeyID = Self.index(self.accounts)
         guard !self.isLocked else { return [] }
         self.lockedNoticeShown = false
@@ -284,10 +288,15 @@ public actor FilterEngine {
     /// After a restart: gives the reporter back the calls that were ringing (without a second ring) and expires
     /// those whose window passed while the process was down.
     public func recoverAfterRestart() async throws {
-        let (rings, unfinished, refused) = try self.store.transaction { tx in
-            (try tx.rings(dueBy: Int64.max), try tx.callsEndedWithoutEndEvent(), try tx.refusedCallsWithoutEvent())
+        let (rings, unfinished, refused, answered, declines) = try self.store.transaction { tx in
+            (
+                try tx.rings(dueBy: Int64.max), try tx.callsEndedWithoutEndEvent(), try tx.refusedCallsWithoutEvent(),
+                try tx.callActions(answeredOnly: true).compactMap(CallActionRecord.init), try tx.remoteDeclines()
+            )
         }
         let nowMs = self.now()
+        // `remote-declined` events decided before the crash and perhaps not recorded: the outbox drops a duplicate.
+        try await self.reportRemoteDeclines(declines)
         // Refused invites whose `missed` event was lost in a crash: record it now (the decision was committed).
         for call in refused {
             guard let refusal = FilterReason.refusalCode(ofReason: call.reason) else { continue }
@@ -322,7 +331,15 @@ public actor FilterEngine {
                     ringDeadlineMs: nowMs + 1000
                 )
             )
+            if let action = answered.first(where: { $0.account == call.account && $0.handoff.callID == uuid }) {
+                // Answered before it ended: it ends as `ended`, never `missed`.
+                await self.reporter.apply(.answer, action.handoff)
+            }
             await self.reporter.endCall(account: call.account, callID: uuid, cause: cause, atMs: nowMs)
+        }
+        // Calls answered and still active: back in the provider as active (a later cancel ends them as `ended`).
+        for action in answered where action.callState == .active {
+            await self.reporter.apply(.answer, action.handoff)
         }
         for ring in rings where ring.deadlineMs > nowMs {
             await self.reporter.restoreRinging(
@@ -337,6 +354,7 @@ public actor FilterEngine {
             )
         }
         try await self.expireRinging()
+        try await self.applyCallActions()
     }
 
     private struct RingingLine: Decodable {
@@ -351,6 +369,8 @@ public actor FilterEngine {
         public var replay = 0
         public var finishedCalls = 0
         public var earlyCancels = 0
+        /// Missed-call records of pruned calls.
+        public var missedCalls = 0
         public var decisions = 0
         public var events = 0
     }
@@ -373,6 +393,8 @@ public actor FilterEngine {
             counts.replay = try tx.pruneReplay(olderThanMs: nowMs - policy.replayRetentionMs)
             counts.finishedCalls = try tx.pruneFinishedCalls(olderThanMs: nowMs - policy.replayRetentionMs)
             counts.earlyCancels = try tx.pruneEarlyCancels(olderThanMs: nowMs - policy.earlyCancelRetentionMs)
+            counts.missedCalls = try tx.pruneCallers(missedOlderThanMs: nowMs - policy.replayRetentionMs)
+            try tx.pruneCallActions()
             if let seq { counts.decisions = try tx.pruneDecisionLog(throughSeq: seq) }
             counts.events = try tx.pruneEventOutbox()
             return counts
@@ -394,9 +416,35 @@ public actor FilterEngine {
         case handOff(FilterDecision.Handoff)
         case end(account: String, callID: UUID, cause: CallEndCause, atMs: Int64)
         case refused(FilterDecision.Handoff, IncomingCallError.Code, atMs: Int64)
+        case remoteDeclined(RemoteDeclineRecord)
+    }
+
+    /// Hands `remote-declined` events to the reporter (the event outbox records each once), then forgets them.
+    func reportRemoteDeclines(_ declines: [RemoteDeclineRecord]) async throws {
+        guard !declines.isEmpty else { return }
+        for decline in declines {
+            await self.reporter.reportRemoteDeclined(
+                account: decline.account,
+                callID: decline.callID,
+                byUser: decline.byUser,
+                byDevice: decline.byDevice,
+                atMs: decline.atMs
+            )
+        }
+        try self.store.transaction { tx in try tx.deleteRemoteDeclines(declines) }
     }
 
     private func perform(_ actions: [PostCommit]) async {
+        // An answer or decline committed by `e2ee-filter answer|decline` before this batch reaches the provider
+        // first: a remoteEnded cancel of an answered call then ends it as `ended`, not `missed`.
+        if !actions.isEmpty {
+            do {
+                try await self.applyCallActions()
+            } catch {
+                self.logger.error("answer/decline actions could not be read", metadata: ["error": "\(error)"])
+            }
+        }
+        var declines: [RemoteDeclineRecord] = []
         for action in actions {
             switch action {
             case .handOff(let handoff): await self.reporter.handOff(handoff)
@@ -404,7 +452,15 @@ public actor FilterEngine {
                 await self.reporter.endCall(account: account, callID: callID, cause: cause, atMs: atMs)
             case .refused(let handoff, let refusal, let atMs):
                 await self.reporter.reportRefused(handoff, refusal: refusal, atMs: atMs)
+            case .remoteDeclined(let decline):
+                declines.append(decline)
             }
+        }
+        do {
+            try await self.reportRemoteDeclines(declines)
+        } catch {
+            // Kept in the state: the next start reports them again (the outbox drops what it has).
+            self.logger.error("remote-declined events could not be settled", metadata: ["error": "\(error)"])
         }
     }
 }

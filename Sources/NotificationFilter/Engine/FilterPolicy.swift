@@ -14,15 +14,16 @@ public struct FilterPolicy: Sendable, Hashable {
     /// How long message ids are remembered for replay detection. A message sent longer ago than this cannot be
     /// checked and gets `fallback` with reason `stale`. Default 48 h (APNs stores nothing: expiration 0).
     public var replayRetentionMs: Int64 = 48 * 3_600_000
-    /// How long after rotation an older device key still opens pushes. Default 7 days.
-    public var keyGracePeriodMs: Int64 = 7 * 24 * 3_600_000
     /// The longest ring window an invite can ask for (PROTOCOL.md: `ring_timeout_s` is at most 3600).
     public static let maximumRingTimeoutMs: Int64 = 3_600_000
 
     /// How long a cancel that came before its invite is kept: an invite sent before the cancel (same sender
-    /// clock, each at most `clockSkewMs` ahead) can still ring only within its ring window, so after the longest
-    /// ring window plus twice the skew the late invite is `invite-expired` with or without the cancel.
-    public var earlyCancelRetentionMs: Int64 { Self.maximumRingTimeoutMs + 2 * self.clockSkewMs }
+    /// clock, each at most `clockSkewMs` ahead) can still ring only within its ring window, and is decided at all
+    /// only within the replay window, so after the shorter of the two plus twice the skew the late invite is
+    /// `invite-expired` or `stale` with or without the cancel.
+    public var earlyCancelRetentionMs: Int64 {
+        min(Self.maximumRingTimeoutMs, self.replayRetentionMs) + 2 * self.clockSkewMs
+    }
 
     /// Unknown senders: fallback (default) or silence.
     public var unknownSender: UnknownSenderPolicy = .fallback

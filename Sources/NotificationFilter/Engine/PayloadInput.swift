@@ -11,6 +11,9 @@ public struct PayloadInput: Sendable, Hashable {
     /// The APNs body bytes, or nil when the line itself was not understood (`malformedReason` says why).
     public var body: [UInt8]?
     public var malformedReason: String?
+    /// The `device_token` of a spool record or request line (nil for a bare body): which device the push was
+    /// addressed to.
+    public var deviceToken: String?
 
     public init(seq: Int64, apnsID: String?, body: [UInt8]) {
         self.seq = seq
@@ -57,22 +60,34 @@ public struct PayloadInput: Sendable, Hashable {
         switch shape.kind {
         case .spoolRecord:
             let seq = shape.seq ?? defaultSeq
+            var input: PayloadInput
             if let body = shape.body {
-                return PayloadInput(seq: seq, apnsID: shape.apnsID, body: Array(body.utf8))
+                input = PayloadInput(seq: seq, apnsID: shape.apnsID, body: Array(body.utf8))
+            } else if let base64 = shape.bodyBase64, let data = Data(base64Encoded: base64) {
+                input = PayloadInput(seq: seq, apnsID: shape.apnsID, body: Array(data))
+            } else {
+                input = PayloadInput(seq: seq, apnsID: shape.apnsID, malformed: "body_base64 is not base64")
             }
-            guard let base64 = shape.bodyBase64, let data = Data(base64Encoded: base64) else {
-                return PayloadInput(seq: seq, apnsID: shape.apnsID, malformed: "body_base64 is not base64")
-            }
-            return PayloadInput(seq: seq, apnsID: shape.apnsID, body: Array(data))
+            input.deviceToken = shape.deviceToken
+            return input
         case .requestLine:
-            return PayloadInput(
+            var input = PayloadInput(
                 seq: defaultSeq,
                 apnsID: shape.headers?["apns-id"],
                 body: Array((shape.body ?? "").utf8)
             )
+            input.deviceToken = shape.deviceToken
+            return input
         case .bareBody:
             return PayloadInput(seq: defaultSeq, apnsID: nil, body: line)
         }
+    }
+
+    /// Whether this input is for the device with `token` (hex, any case): true for a bare body, which names no
+    /// device, and for a record or request line whose `device_token` is `token`.
+    public func isAddressed(to token: String) -> Bool {
+        guard let own = self.deviceToken else { return true }
+        return own.lowercased() == token.lowercased()
     }
 
     /// The kind of `line` (see ``LineKind``).

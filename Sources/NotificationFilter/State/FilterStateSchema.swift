@@ -7,7 +7,7 @@ enum FilterStateSchema {
     /// "E2EF" in ASCII: marks a file as this filter's state.
     static let applicationID: Int64 = 0x4532_4546
     /// The schema version this build writes.
-    static let currentVersion: Int64 = 3
+    static let currentVersion: Int64 = 4
 
     /// The DDL of version 1. Call ids are canonical UUID strings; message ids 16-byte blobs.
     static let version1 = """
@@ -95,6 +95,33 @@ enum FilterStateSchema {
         ALTER TABLE early_cancel_v3 RENAME TO early_cancel;
         """
 
+    /// Version 4: the call engine's tables join the versioned schema (before, the engine created them itself when
+    /// it started): ringing calls with their deadlines, the call-event outbox and its pruned count, the user's
+    /// answers and declines, callers, and declines from the caller's other devices. `IF NOT EXISTS`, because a
+    /// version 3 file that an engine opened already has them, with these definitions.
+    static let version4 = """
+        CREATE TABLE IF NOT EXISTS call_ring (
+            account TEXT NOT NULL, call_id TEXT NOT NULL, deadline_ms INTEGER NOT NULL,
+            caller_handle TEXT NOT NULL, display_name TEXT NOT NULL, has_video INTEGER NOT NULL,
+            PRIMARY KEY (account, call_id)) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS event_outbox (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, event TEXT NOT NULL, account TEXT NOT NULL,
+            call_id TEXT NOT NULL, line TEXT NOT NULL, UNIQUE (event, account, call_id));
+        CREATE TABLE IF NOT EXISTS event_outbox_pruned (
+            id INTEGER PRIMARY KEY CHECK (id = 1), count INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS call_action (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, account TEXT NOT NULL, call_id TEXT NOT NULL,
+            action TEXT NOT NULL, at_ms INTEGER NOT NULL, deadline_ms INTEGER NOT NULL,
+            caller_handle TEXT NOT NULL, display_name TEXT NOT NULL, has_video INTEGER NOT NULL,
+            applied INTEGER NOT NULL DEFAULT 0, UNIQUE (account, call_id, action));
+        CREATE TABLE IF NOT EXISTS call_caller (
+            account TEXT NOT NULL, call_id TEXT NOT NULL, caller_handle TEXT NOT NULL, display_name TEXT NOT NULL,
+            PRIMARY KEY (account, call_id)) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS remote_decline (
+            account TEXT NOT NULL, call_id TEXT NOT NULL, by_user TEXT NOT NULL, by_device TEXT,
+            at_ms INTEGER NOT NULL, PRIMARY KEY (account, call_id)) WITHOUT ROWID;
+        """
+
     /// Makes `database` hold the current schema, or throws if it is not ours to change.
     static func prepare(_ database: SQLiteDatabase, path: String) throws(FilterStateError) {
         let appID = try database.withStatement("PRAGMA application_id") { statement throws(FilterStateError) in
@@ -141,6 +168,9 @@ enum FilterStateSchema {
             }
             if version < 3 {
                 try database.execute(version3)
+            }
+            if version < 4 {
+                try database.execute(version4)
             }
             // PRAGMA values cannot be bound; both are integer constants of this file.
             try database.execute("PRAGMA application_id = \(applicationID)")

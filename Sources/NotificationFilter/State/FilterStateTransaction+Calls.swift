@@ -69,6 +69,41 @@ extension FilterStateTransaction {
         return found
     }
 
+    /// Removes every cancel waiting for this call's invite and returns them (the invite is here: the engine
+    /// decides which of them count, docs/PROTOCOL.md §15.1).
+    ///
+    /// - Returns: The waiting cancels, in sender order; a second call returns none.
+    /// - Throws: ``FilterStateError`` on a SQLite failure.
+    public func consumeEarlyCancels(account: String, callID: UUID) throws(FilterStateError) -> [EarlyCancelRecord] {
+        let found = try database.withStatement(
+            "SELECT reason, at_ms, sender FROM early_cancel WHERE account = ?1 AND call_id = ?2 ORDER BY sender"
+        ) { statement throws(FilterStateError) -> [EarlyCancelRecord] in
+            try statement.bind(account, at: 1)
+            try statement.bind(callID.uuidString, at: 2)
+            var records: [EarlyCancelRecord] = []
+            while try statement.step() {
+                let sender = statement.text(2)
+                records.append(
+                    EarlyCancelRecord(
+                        account: account,
+                        callID: callID,
+                        reason: statement.text(0),
+                        atMs: statement.int64(1),
+                        senderUserID: sender.isEmpty ? nil : sender
+                    )
+                )
+            }
+            return records
+        }
+        try database.withStatement("DELETE FROM early_cancel WHERE account = ?1 AND call_id = ?2") {
+            statement throws(FilterStateError) in
+            try statement.bind(account, at: 1)
+            try statement.bind(callID.uuidString, at: 2)
+            try statement.run()
+        }
+        return found
+    }
+
     /// Forgets cancels that waited since before `olderThanMs` for an invite that never came.
     ///
     /// - Returns: How many cancels were forgotten.

@@ -8,6 +8,15 @@ public struct BuiltPush: Sendable {
     public let kind: MessageKind
     /// The padding bucket of the body (see docs/PROTOCOL.md §6).
     public let bucket: Int
+    /// The recipient device this push is sealed to.
+    public let deviceID: String
+}
+
+/// What a message becomes for one device of the recipient (fan-out, docs/PROTOCOL.md §11.7): a push, or why that
+/// device gets none while the others are sent.
+public struct DevicePush: Sendable {
+    public let deviceID: String
+    public let outcome: Result<BuiltPush, SenderError>
 }
 
 /// Builds APNs requests that look the same for every kind of message.
@@ -72,43 +81,150 @@ public struct PushBuilder: Sendable {
         return lower
     }
 
-    /// Seals `content` for `card`'s current device key and wraps it in an APNs request.
+    /// The devices a message to `list` goes to (docs/PROTOCOL.md §11.7): every device of the list, except the
+    /// sender's own device when the list is the sender's own user's.
+    public func targets(of list: DeviceList) -> [DeviceList.Device] {
+        list.devices.filter {
+            list.userID != self.identity.userID || $0.signingKey != self.identity.signingKey.publicKey
+        }
+    }
+
+    /// Seals `content` once per device of `list` (docs/PROTOCOL.md §11.7): each to that device's current key and
+    /// push address, all with the same message id and signed send time, each a uniform push.
     ///
     /// - Parameters:
     ///   - content: what to send.
-    ///   - card: the recipient's contact card.
-    ///   - deviceToken: the device token; defaults to the card's `push.device_token`.
+    ///   - list: the recipient's accepted device list (``ContactTrust``).
+    ///   - deviceToken: a device token overriding the device's `push.device_token`; only for a user with one
+    ///     device (after skipping the sender's own).
+    ///   - messageID: the message id every device's push carries.
+    ///   - sentAtMs: the signed send time; `nil` signs the builder's clock (``nowMs``), once for every device.
+    ///   - topic: the `apns-topic`; default: the builder's ``topic``, then each device's `push.topic`.
+    /// - Returns: one outcome per device, in the list's order: a push, or why that device gets none
+    ///   (`.unknownRecipient` for a device without a push address, `.tooLarge`, ...).
+    /// - Throws: `.unknownRecipient` when the list has no device to send to (only the sender's own), `.usage` for
+    ///   a device token with several devices, `.badDeviceToken` for a malformed override.
+    public func fanOut(
+        _ content: MessageContent,
+        to list: DeviceList,
+        deviceToken: String? = nil,
+        messageID: MessageID = .random(),
+        sentAtMs: UInt64? = nil,
+        topic: String? = nil
+    ) throws(SenderError) -> [DevicePush] {
+        let devices = self.targets(of: list)
+        guard !devices.isEmpty else {
+            throw SenderError(
+                .unknownRecipient,
+                "\(list.userID)'s device list has no device but this one (\(self.identity.deviceID)): nothing to send"
+            )
+        }
+        if let deviceToken {
+            guard devices.count == 1 else {
+                throw SenderError(
+                    .usage,
+                    "a device token (--device-token, \"device_token\") only names the device of a user with one "
+                        + "device; \(list.userID) has \(devices.count) (\(devices.map(\.deviceID).joined(separator: ", "))): "
+                        + "leave it out to send to each device's own push address"
+                )
+            }
+            _ = try Self.validateDeviceToken(deviceToken)
+        }
+        let sentAt = sentAtMs ?? self.nowMs()
+        return devices.map { device in
+            do throws(SenderError) {
+                let built = try self.build(
+                    content,
+                    to: list,
+                    device: device,
+                    deviceToken: deviceToken,
+                    messageID: messageID,
+                    sentAtMs: sentAt,
+                    topic: topic
+                )
+                return DevicePush(deviceID: device.deviceID, outcome: .success(built))
+            } catch {
+                return DevicePush(deviceID: device.deviceID, outcome: .failure(error))
+            }
+        }
+    }
+
+    /// Seals `content` for one device of `card` and wraps it in an APNs request.
+    ///
+    /// - Parameters:
+    ///   - content: what to send.
+    ///   - card: the recipient's device list.
+    ///   - deviceID: the device; `nil` takes the list's only device (after skipping the sender's own), and a list
+    ///     with several is a usage error (use ``fanOut(_:to:deviceToken:messageID:sentAtMs:topic:)``).
+    ///   - deviceToken: the device token; defaults to the device's `push.device_token`.
     ///   - messageID: the message id (random by default).
     ///   - sentAtMs: for tests and demos: the signed send time, in milliseconds since the epoch; a receiver judges
     ///     staleness from it. `nil` (the default) signs the builder's clock (``nowMs``).
+    ///   - topic: the `apns-topic` of this push; default: the builder's ``topic``, then the device's `push.topic`.
     /// - Returns: the request to send and what it carries.
-    ///   - topic: the `apns-topic` of this push; default: the builder's ``topic``, then the card's `push.topic`.
-    /// - Throws: `SenderError` with `.unknownRecipient` (no current key, no token or no topic), `.badDeviceToken`,
-    ///   `.tooLarge` (saying what is too large for that kind) or `.usage` (a field out of range).
+    /// - Throws: `SenderError` with `.unknownRecipient` (no such device, no token or no topic), `.badDeviceToken`,
+    ///   `.tooLarge` (saying what is too large for that kind) or `.usage` (a field out of range, several devices).
     public func build(
         _ content: MessageContent,
-        to card: ContactCard,
+        to card: DeviceList,
+        device deviceID: String? = nil,
         deviceToken: String? = nil,
         messageID: MessageID = .random(),
         sentAtMs: UInt64? = nil,
         topic: String? = nil
     ) throws(SenderError) -> BuiltPush {
-        guard let token = deviceToken ?? card.push?.deviceToken else {
+        let device: DeviceList.Device
+        if let deviceID {
+            guard let named = card.device(named: deviceID) else {
+                throw SenderError(.unknownRecipient, "\(card.userID) has no device \"\(deviceID)\"")
+            }
+            device = named
+        } else {
+            let devices = self.targets(of: card)
+            guard devices.count == 1 else {
+                throw SenderError(
+                    .usage,
+                    "\(card.userID) has \(devices.count) devices to send to: name one, or seal to each (fan-out)"
+                )
+            }
+            device = devices[0]
+        }
+        return try self.build(
+            content,
+            to: card,
+            device: device,
+            deviceToken: deviceToken,
+            messageID: messageID,
+            sentAtMs: sentAtMs,
+            topic: topic
+        )
+    }
+
+    func build(
+        _ content: MessageContent,
+        to card: DeviceList,
+        device: DeviceList.Device,
+        deviceToken: String?,
+        messageID: MessageID,
+        sentAtMs: UInt64?,
+        topic: String?
+    ) throws(SenderError) -> BuiltPush {
+        let name = "\(card.userID)'s device \"\(device.deviceID)\""
+        guard let token = deviceToken ?? device.push?.deviceToken else {
             throw SenderError(
                 .unknownRecipient,
-                "no device token for \(card.userID): pass --device-token or use a card with \"push\".\"device_token\""
+                "no push address for \(name): \(card.userID) must publish a card with its \"push\" (e2ee-send card "
+                    + "--device-token on that device), or pass --device-token when it is the only device"
             )
         }
         let validToken = try Self.validateDeviceToken(token)
-        guard let topic = topic ?? self.topic ?? card.push?.topic, !topic.isEmpty else {
+        guard let topic = topic ?? self.topic ?? device.push?.topic, !topic.isEmpty else {
             throw SenderError(
                 .unknownRecipient,
-                "no APNs topic for \(card.userID): pass --topic BUNDLE_ID or use a card with \"push\".\"topic\""
+                "no APNs topic for \(name): pass --topic BUNDLE_ID or use a card with \"push\".\"topic\""
             )
         }
-        guard let key = card.currentDeviceKey else {
-            throw SenderError(.unknownRecipient, "the card of \(card.userID) has no current device key")
-        }
+        let key = device.currentKey
         let message = InnerMessage(
             messageID: messageID,
             sentAtMs: sentAtMs ?? self.nowMs(),
@@ -121,14 +237,20 @@ public struct PushBuilder: Sendable {
             sealed = try PushPayload.seal(message, to: key.publicKey, signingKey: self.identity.signingKey)
         } catch {
             if error.code == .tooLarge { throw Self.tooLarge(message) }
-            throw SenderError(error, context: "cannot seal the \(content.kind) for \(card.userID)")
+            throw SenderError(error, context: "cannot seal the \(content.kind) for \(name)")
         }
         let request = APNsRequest(
             deviceToken: validToken,
             headers: Self.uniformHeaders(topic: topic),
             body: sealed.bodyString
         )
-        return BuiltPush(request: request, messageID: messageID, kind: content.kind, bucket: sealed.bucket)
+        return BuiltPush(
+            request: request,
+            messageID: messageID,
+            kind: content.kind,
+            bucket: sealed.bucket,
+            deviceID: device.deviceID
+        )
     }
 }
 

@@ -5,6 +5,9 @@ import Foundation
 public struct SendResultLine: Sendable, Codable, Hashable {
     /// 1-based input line (batch) or 1.
     public var line: Int
+    /// The recipient device the push was sealed to (one result per device, docs/PROTOCOL.md §11.7); absent for a
+    /// line that named no device (a bad line, a refused recipient, `e2ee-send deliver`).
+    public var device: String?
     public var ok: Bool
     public var deviceToken: String?
     public var apnsID: String?
@@ -21,15 +24,16 @@ public struct SendResultLine: Sendable, Codable, Hashable {
     public var errorMessage: String?
 
     enum CodingKeys: String, CodingKey {
-        case line, ok, status, reason, timestamp, attempts, local, error
+        case line, device, ok, status, reason, timestamp, attempts, local, error
         case deviceToken = "device_token"
         case apnsID = "apns_id"
         case messageID = "message_id"
         case errorMessage = "error_message"
     }
 
-    public init(line: Int, result: APNsResult, messageID: MessageID?) {
+    public init(line: Int, result: APNsResult, messageID: MessageID?, device: String? = nil) {
         self.line = line
+        self.device = device
         self.ok = result.isSuccess
         self.deviceToken = result.deviceToken
         self.apnsID = result.apnsID
@@ -41,8 +45,9 @@ public struct SendResultLine: Sendable, Codable, Hashable {
         self.messageID = messageID?.hex
     }
 
-    public init(line: Int, error: SenderError) {
+    public init(line: Int, error: SenderError, device: String? = nil) {
         self.line = line
+        self.device = device
         self.ok = false
         self.error = error.code.rawValue
         self.errorMessage = error.message

@@ -40,11 +40,34 @@ public struct SenderError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let cannotCreate = Code("cannot-create", 73)
         /// An error the program did not expect: a bug. Exit 70 (EX_SOFTWARE).
         public static let internalError = Code("internal-error", 70)
+        /// The pins file (docs/PROTOCOL.md §11.5) could not be read or is not a pins file. Exit 65.
+        public static let unreadablePins = Code("unreadable-pins", 65)
+
+        // Refusals of a recipient's device list (docs/PROTOCOL.md §11.4, §11.5): all exit 76 (EX_PROTOCOL), the one
+        // status a script checks for "do not send to this user until a person looks".
+
+        /// The recipient's list is signed by another user key than the pinned one (a new phone, or an attack):
+        /// `e2ee-send contact accept` after comparing fingerprints. Exit 76.
+        public static let signingKeyChanged = Code("signing-key-changed", 76)
+        /// The list's version is lower than one accepted before (someone serves an old list). Exit 76.
+        public static let listRollback = Code("list-rollback", 76)
+        /// The list carries the version accepted before but other contents (two lists under one version). Exit 76.
+        public static let listVersionReused = Code("list-version-reused", 76)
+        /// A device of the list has no valid certificate from the user key (an injected device). Exit 76.
+        public static let deviceNotSignedIn = Code("device-not-signed-in", 76)
+        /// The list signature does not verify (the list was altered or forged). Exit 76.
+        public static let badListSignature = Code("bad-list-signature", 76)
+
+        /// The codes that refuse a recipient's device list (exit 76).
+        public static let listRefusals: [Code] = [
+            .signingKeyChanged, .listRollback, .listVersionReused, .deviceNotSignedIn, .badListSignature,
+        ]
 
         /// Every code, for decoding a code's name back (result lines) and for documentation.
         public static let all: [Code] = [
             .usage, .badDeviceToken, .unknownRecipient, .unreadableCard, .tooLarge, .badRequest, .missingKey,
-            .insecureKey, .rejected, .deliveryFailed, .outputFailed, .cannotCreate, .internalError,
+            .insecureKey, .rejected, .deliveryFailed, .outputFailed, .cannotCreate, .internalError, .unreadablePins,
+            .signingKeyChanged, .listRollback, .listVersionReused, .deviceNotSignedIn, .badListSignature,
         ]
     }
 
@@ -67,6 +90,11 @@ public struct SenderError: Error, Hashable, Sendable, CustomStringConvertible {
             case .tooLarge: .tooLarge
             case .insecureFile, .locked: .insecureKey
             case .invalidArgument: .usage
+            case .signingKeyChanged: .signingKeyChanged
+            case .listRollback: .listRollback
+            case .listVersionReused: .listVersionReused
+            case .deviceNotSignedIn: .deviceNotSignedIn
+            case .badListSignature: .badListSignature
             default: .missingKey
             }
         self.init(code, "\(context): \(error.message)")

@@ -1,38 +1,44 @@
 public import E2EECore
 
-/// What one input line of a pipeline becomes.
+/// One result of an input line: a line becomes one item per recipient device (fan-out, docs/PROTOCOL.md §11.7),
+/// or one item for a line that names no device.
 public enum PipelineItem: Sendable {
-    /// A request to deliver; `messageID` (when the pipeline sealed it) goes into the result line.
-    case deliver(APNsRequest, messageID: MessageID?)
+    /// A request to deliver; `messageID` (when the pipeline sealed it) and `device` go into the result line.
+    case deliver(APNsRequest, messageID: MessageID?, device: String? = nil)
     /// A line to print as it is (a request line, when not delivering).
     case print(String)
-    /// The line could not be turned into a request.
-    case failed(SenderError)
+    /// The line (or, with `device`, that device's push) could not be turned into a request.
+    case failed(SenderError, device: String? = nil)
 }
 
 /// How a pipeline run ended.
 public struct PipelineSummary: Sendable, Hashable {
     /// Input lines that were not blank.
     public var lines = 0
-    /// Lines whose result is a failure (bad line, APNs refusal, delivery failure).
+    /// Results that are failures (bad line, refused recipient, a device without a push address, APNs refusal,
+    /// delivery failure); a line has one result per recipient device.
     public var failures = 0
-    /// The first failed line and its error: the run's exit status is that error's.
+    /// The first failed result (in output order) and its line: the run's exit status is that error's.
     public var firstFailure: SenderError?
     public var firstFailureLine: Int?
     /// The first error writing output (the reader closed the pipe): results after it were not written.
     public var outputError: SenderError?
+    /// Results written or not (one per item: a line fanned out to N devices has N).
+    public var results = 0
     /// Result lines that could not be written because of ``outputError``.
     public var unwritten = 0
 
     public init() {}
 }
 
-/// The streaming pipeline under `e2ee-send batch` and `deliver`: lines in, one result line out per line, in input
-/// order, with flat memory however long the input is.
+/// The streaming pipeline under `e2ee-send batch` and `deliver`: lines in, one result line out per item (one per
+/// line, or one per recipient device when a line fans out), in input order, with flat memory however long the
+/// input is.
 ///
 /// Reading and sealing happen on the calling task while earlier pushes are in flight on the client's connection,
-/// so sealing and delivery overlap (two cores: one seals, the event loop delivers). At most ``depth`` lines are
-/// read and not yet written; a result is written as soon as every earlier line has its result.
+/// so sealing and delivery overlap (two cores: one seals, the event loop delivers). A line is read only while
+/// fewer than ``depth`` results are outstanding (in flight, or done and waiting for an earlier one), so at most
+/// `depth - 1 +` one line's items (≤ 16 devices) are held; a result is written as soon as every earlier result is.
 ///
 /// Output errors (a closed pipe) do not stop deliveries that were asked for: the pushes go out, the results that
 /// could not be written are counted in ``PipelineSummary/unwritten``, and the run ends with
@@ -51,40 +57,36 @@ public struct SendPipeline: Sendable {
     /// - Parameters:
     ///   - lines: the input, read lazily; blank lines are skipped and not numbered.
     ///   - client: the APNs client that delivers `.deliver` items; `nil` prints them as request lines.
-    ///   - prepare: turns line number `n` (1-based) and its text into an item; runs on the calling task.
+    ///   - prepare: turns line number `n` (1-based) and its text into its items, in output order (an empty array
+    ///     is one `internal-error` result: every line gets an outcome); runs on the calling task.
     ///   - output: writes one result line; a thrown ``SenderError`` is an output failure.
     /// - Returns: counts and the first failure.
     public func run(
         lines: some Sequence<String>,
         client: APNsClient?,
-        prepare: (Int, String) -> PipelineItem,
+        prepare: (Int, String) -> [PipelineItem],
         output: (String) throws(SenderError) -> Void
     ) async -> PipelineSummary {
         var summary = PipelineSummary()
-        var ready: [Int: SendResultLine] = [:]
-        var printable: [Int: String] = [:]
+        // Keyed by result number (1-based, in output order); each result remembers its input line.
+        var ready: [Int: String] = [:]
         var nextToWrite = 1
+        var results = 0
+        var firstFailureSlot = Int.max
 
-        func record(_ number: Int, _ line: SendResultLine) {
+        func record(_ slot: Int, _ line: SendResultLine) {
             if let failure = line.failure {
                 summary.failures += 1
-                if summary.firstFailure == nil {
+                if summary.firstFailure == nil || slot < firstFailureSlot {
                     summary.firstFailure = failure
-                    summary.firstFailureLine = number
+                    summary.firstFailureLine = line.line
+                    firstFailureSlot = slot
                 }
             }
-            ready[number] = line
+            ready[slot] = line.jsonLine()
         }
         func flush() {
-            while true {
-                let text: String
-                if let line = ready.removeValue(forKey: nextToWrite) {
-                    text = line.jsonLine()
-                } else if let line = printable.removeValue(forKey: nextToWrite) {
-                    text = line
-                } else {
-                    return
-                }
+            while let text = ready.removeValue(forKey: nextToWrite) {
                 nextToWrite += 1
                 if summary.outputError != nil {
                     summary.unwritten += 1
@@ -105,28 +107,45 @@ public struct SendPipeline: Sendable {
                 if text.allSatisfy(\.isWhitespace) { continue }
                 number += 1
                 summary.lines = number
-                switch prepare(number, text) {
-                case .failed(let error):
-                    record(number, SendResultLine(line: number, error: error))
-                case .print(let line):
-                    printable[number] = line
-                case .deliver(let request, let messageID):
-                    if let client {
-                        group.addTask { [number] in
-                            (
-                                number,
-                                SendResultLine(line: number, result: await client.send(request), messageID: messageID)
+                var items = prepare(number, text)
+                if items.isEmpty {
+                    items = [.failed(SenderError(.internalError, "line \(number) gave no result (please report it)"))]
+                }
+                for item in items {
+                    results += 1
+                    let slot = results
+                    switch item {
+                    case .failed(let error, let device):
+                        record(slot, SendResultLine(line: number, error: error, device: device))
+                    case .print(let line):
+                        ready[slot] = line
+                    case .deliver(let request, let messageID, let device):
+                        if let client, client.configuration.window == 1 {
+                            // One push in flight: send in the loop itself, so pushes leave strictly in input order
+                            // (concurrent tasks would queue for the one slot in whatever order they start).
+                            let result = await client.send(request)
+                            record(
+                                slot,
+                                SendResultLine(line: number, result: result, messageID: messageID, device: device)
                             )
+                        } else if let client {
+                            group.addTask { [number] in
+                                let result = await client.send(request)
+                                return (
+                                    slot,
+                                    SendResultLine(line: number, result: result, messageID: messageID, device: device)
+                                )
+                            }
+                        } else {
+                            ready[slot] = request.jsonLine(device: device)
                         }
-                    } else {
-                        printable[number] = request.jsonLine()
                     }
                 }
                 flush()
                 if client == nil, summary.outputError != nil { break }
-                // Lines read but not yet written (in flight, or done and waiting for an earlier one) stay under
-                // the depth: memory is bounded even when one early push is slow.
-                while number - (nextToWrite - 1) >= self.depth, let (done, line) = await group.next() {
+                // Results not yet written (in flight, or done and waiting for an earlier one) stay under the depth
+                // before the next line is read: memory is bounded even when one early push is slow.
+                while results - (nextToWrite - 1) >= self.depth, let (done, line) = await group.next() {
                     record(done, line)
                     flush()
                 }
@@ -136,6 +155,7 @@ public struct SendPipeline: Sendable {
                 flush()
             }
         }
+        summary.results = results
         return summary
     }
 }

@@ -85,14 +85,16 @@ struct KeyTests {
         var identity = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: 1)
         let first = identity.currentDeviceKey.keyID
         identity.rotate(nowMs: 5)
-        let card = identity.card(push: .init(deviceToken: String(repeating: "ab", count: 32), topic: "com.example.app"))
-        let parsed = try ContactCard.parse(card.jsonData())
+        let card = try identity.card(
+            push: .init(deviceToken: String(repeating: "ab", count: 32), topic: "com.example.app")
+        )
+        let parsed = try DeviceList.parse(card.jsonData())
         #expect(parsed == card)
-        #expect(parsed.currentDeviceKey?.keyID == identity.currentDeviceKey.keyID)
-        #expect(parsed.currentDeviceKey?.keyID != first)
+        #expect(parsed.devices[0].currentKey.keyID == identity.currentDeviceKey.keyID)
+        #expect(parsed.devices[0].currentKey.keyID != first)
         var json = String(decoding: card.jsonData(), as: UTF8.self)
         json = json.replacingOccurrences(of: "\"key_id\" : \"\(first.hex)\"", with: "\"key_id\" : \"0000000000000000\"")
-        #expect(throws: E2EEError(.keyFile, "")) { try ContactCard.parse(Array(json.utf8)) }
+        #expect(throws: E2EEError(.keyFile, "")) { try DeviceList.parse(Array(json.utf8)) }
     }
 
     @Test("key ids are derived from public keys as documented")

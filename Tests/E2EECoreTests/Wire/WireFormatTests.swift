@@ -100,19 +100,19 @@ struct WireFormatTests {
         #expect(throws: E2EEError(.tooLarge, "")) { try bodyLength(2932 - 120) }
     }
 
-    @Test("an older device key opens inside its grace period and not after it")
+    @Test("an older device key opens until its expires_at_ms and not from then on")
     func rotationGrace() throws {
         let old = keys.recipient.deviceKeys[0]
         let retired = try #require(old.retiredAtMs)
+        #expect(old.expiresAtMs == retired + Identity.defaultGracePeriodMs)
         let sealed = try PushPayload.seal(
             self.message(.text(TextMessage(threadID: "t", title: "x", body: "y"))),
             to: old.privateKey.publicKey,
             signingKey: keys.sender.signingKey
         )
-        #expect(try self.open(sealed.body, nowMs: retired + Identity.defaultGracePeriodMs).recipientKeyID == old.keyID)
-        #expect(throws: E2EEError(.unknownRecipientKey, "")) {
-            try self.open(sealed.body, nowMs: retired + Identity.defaultGracePeriodMs + 1)
-        }
+        let expires = retired + Identity.defaultGracePeriodMs
+        #expect(try self.open(sealed.body, nowMs: expires - 1).recipientKeyID == old.keyID)
+        #expect(throws: E2EEError(.unknownRecipientKey, "")) { try self.open(sealed.body, nowMs: expires) }
     }
 
     @Test("a signature binds the recipient key id and enc: re-encrypting a signed message to another key fails")

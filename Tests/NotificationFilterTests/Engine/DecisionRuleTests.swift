@@ -210,7 +210,7 @@ struct DecisionRuleTests {
         #expect(stale.reason == "stale")
     }
 
-    @Test("unknown recipient key → fallback with its reason; an older key opens in its grace period only")
+    @Test("unknown recipient key → fallback with its reason; an older key opens until its expires_at_ms only")
     func keyRotation() async throws {
         let h = try EngineHarness()
         let text = MessageContent.text(TextMessage(threadID: "", title: "", body: "x"))
@@ -218,11 +218,58 @@ struct DecisionRuleTests {
         #expect(stranger.decision == .fallback)
         #expect(stranger.reason == "unknown-recipient-key")
         let old = h.bob.deviceKeys[0]
-        #expect(old.retiredAtMs != nil)
+        let expires = try #require(old.expiresAtMs)
         #expect(try await h.decide(h.body(text, to: old.privateKey.publicKey)).decision == .alert)
-        h.clock.advance(ms: 7 * 24 * 3_600_000)
+        h.clock.advance(ms: Int64(expires) - h.clock.nowMs - 1)
+        #expect(try await h.decide(h.body(text, to: old.privateKey.publicKey)).decision == .alert)
+        h.clock.advance(ms: 1)
         let expired = try await h.decide(h.body(text, to: old.privateKey.publicKey))
         #expect(expired.reason == "unknown-recipient-key")
+        #expect(try await h.decide(h.body(text)).decision == .alert, "the current key still opens")
+    }
+
+    static let expiryCases: [(Int64, [Int64])] = [
+        (0, [0]), (2 * 3_600_000, [0, 2 * 3_600_000 - 1, 2 * 3_600_000]),
+    ]
+
+    @Test(
+        "the identity's per-key expiry decides: revoked (grace 0) stops at once, grace 2 h opens until then",
+        arguments: Self.expiryCases
+    )
+    func keyExpiryFromIdentity(graceMs: Int64, probes: [Int64]) async throws {
+        let users = try MultiDeviceUsers()
+        var bob = users.bobPhone
+        let old = bob.currentDeviceKey
+        let clock = EngineClock(MultiDeviceUsers.start)
+        bob.rotate(nowMs: UInt64(clock.nowMs), gracePeriodMs: UInt64(graceMs))
+        let list = try users.bobList.updatingKeys(of: bob, nowMs: UInt64(clock.nowMs))
+        let filter = try DeviceFilter(
+            bob,
+            ownList: list,
+            contacts: [users.aliceList],
+            statePath: try DeviceFilter.temporaryStatePath(),
+            clock: clock
+        )
+        let start = clock.nowMs
+        for offset in probes {
+            clock.advance(ms: start + offset - clock.nowMs)
+            let message = InnerMessage(
+                messageID: .random(),
+                sentAtMs: UInt64(clock.nowMs),
+                senderUserID: "alice",
+                senderSigningKeyID: users.alicePhone.signingKey.publicKey.keyID,
+                content: .text(TextMessage(threadID: "", title: "", body: "to the old key"))
+            )
+            let body = try PushPayload.seal(
+                message,
+                to: old.privateKey.publicKey,
+                signingKey: users.alicePhone.signingKey
+            ).body
+            let d = try await filter.decide(body)
+            let opens = offset < graceMs
+            #expect(d.reason == (opens ? "text" : "unknown-recipient-key"), "grace \(graceMs) ms, at +\(offset) ms")
+            #expect(d.decision == (opens ? .alert : .fallback))
+        }
     }
 
     @Test("bad signature, tampering, unknown version, bad JSON and base64, oversized → fallback with reason")
@@ -330,7 +377,9 @@ struct DecisionRuleTests {
     func severalAccounts() async throws {
         let carol = try Identity.generate(userID: "carol", displayName: "Carol", nowMs: 1)
         let alice = try Identity.generate(userID: "alice", displayName: "Alice", nowMs: 1)
-        let h = try EngineHarness(extraAccounts: [FilterAccount(identity: carol, contacts: ContactBook([alice.card()]))]
+        let h = try EngineHarness(extraAccounts: [
+            FilterAccount(identity: carol, contacts: ContactBook([try alice.card()]))
+        ]
         )
         let callID = UUID()
         let message = InnerMessage(

@@ -57,9 +57,9 @@ struct EngineHarness {
             ? FilterAccount(
                 lockedName: "bob",
                 deviceKeyIDs: Set(bob.deviceKeys.map(\.keyID)),
-                contacts: ContactBook([self.alice.card(), self.carol.card()])
+                contacts: ContactBook([try self.alice.card(), try self.carol.card()])
             )
-            : FilterAccount(identity: bob, contacts: ContactBook([self.alice.card(), self.carol.card()]))
+            : FilterAccount(identity: bob, contacts: ContactBook([try self.alice.card(), try self.carol.card()]))
         self.engine = try FilterEngine(
             store: self.store,
             accounts: [bobAccount] + extraAccounts,

@@ -85,7 +85,7 @@ struct LockedAccountTests {
         // between unlock and draining): a newer payload waits behind the kept ones.
         let engine = try FilterEngine(
             store: locked.store,
-            accounts: [FilterAccount(identity: locked.bob, contacts: ContactBook([locked.alice.card()]))],
+            accounts: [FilterAccount(identity: locked.bob, contacts: ContactBook([try locked.alice.card()]))],
             reporter: locked.reporter,
             now: locked.clock.closure,
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -121,7 +121,7 @@ struct LockedAccountTests {
                     FilterAccount(
                         lockedName: "bob",
                         deviceKeyIDs: Set(fixture.bob.deviceKeys.map(\.keyID)),
-                        contacts: ContactBook([fixture.alice.card()])
+                        contacts: ContactBook([try fixture.alice.card()])
                     )
                 ],
                 reporter: CallKitReporter(

@@ -118,6 +118,18 @@ struct RefusedCallTests {
         func handOff(_ handoff: FilterDecision.Handoff) async { await self.inner.handOff(handoff) }
         func endCall(account: String, callID: UUID, cause: CallEndCause, atMs: Int64) async {}
         func restoreRinging(_ handoff: FilterDecision.Handoff) async { await self.inner.restoreRinging(handoff) }
+        func apply(_ action: CallUserAction, _ handoff: FilterDecision.Handoff) async {
+            await self.inner.apply(action, handoff)
+        }
+        func reportRemoteDeclined(account: String, callID: UUID, byUser: String, byDevice: String?, atMs: Int64) async {
+            await self.inner.reportRemoteDeclined(
+                account: account,
+                callID: callID,
+                byUser: byUser,
+                byDevice: byDevice,
+                atMs: atMs
+            )
+        }
     }
 
     @Test("a refused call's missed event lost in a crash is recorded once by the restart")

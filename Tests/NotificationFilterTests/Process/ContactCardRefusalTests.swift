@@ -21,15 +21,18 @@ struct ContactCardRefusalTests {
             folder: fixture.contactsPath,
             logger: records.logger
         )
-        #expect(book.cards.keys.sorted() == ["alice"])
+        #expect(book.lists.keys.sorted() == ["alice"])
         let logs = records.lines
         #expect(logs.count == 1, "\(logs)")
         let log = try #require(logs.first)
         #expect(log.hasPrefix("error contact card refused"))
         #expect(log.contains(cardPath))
         #expect(log.contains("does not match its public key"))
-        let carolCard = carol.card()
-        for key in [carolCard.signingKey.rawRepresentation, carolCard.deviceKeys[0].publicKey.rawRepresentation] {
+        let carolCard = try carol.card()
+        for key in [
+            carolCard.devices[0].signingKey.rawRepresentation,
+            carolCard.devices[0].deviceKeys[0].publicKey.rawRepresentation,
+        ] {
             #expect(!log.lowercased().contains(Self.hex(Array(key))))
         }
 

@@ -32,6 +32,18 @@ struct CrashWindowEventTests {
         func reportRefused(_ handoff: FilterDecision.Handoff, refusal: IncomingCallError.Code, atMs: Int64) async {
             await self.inner.reportRefused(handoff, refusal: refusal, atMs: atMs)
         }
+        func apply(_ action: CallUserAction, _ handoff: FilterDecision.Handoff) async {
+            await self.inner.apply(action, handoff)
+        }
+        func reportRemoteDeclined(account: String, callID: UUID, byUser: String, byDevice: String?, atMs: Int64) async {
+            await self.inner.reportRemoteDeclined(
+                account: account,
+                callID: callID,
+                byUser: byUser,
+                byDevice: byDevice,
+                atMs: atMs
+            )
+        }
     }
 
     @Test(
@@ -64,7 +76,7 @@ struct CrashWindowEventTests {
             let reporter = CallKitReporter(configuration: .init(), sink: outbox, now: now, logger: logger)
             let engine = try FilterEngine(
                 store: store,
-                accounts: [FilterAccount(identity: fixture.bob, contacts: ContactBook([fixture.alice.card()]))],
+                accounts: [FilterAccount(identity: fixture.bob, contacts: ContactBook([try fixture.alice.card()]))],
                 reporter: DiesBeforeEnd(inner: reporter),
                 now: now,
                 logger: logger
@@ -103,6 +115,18 @@ struct CrashWindowEventTests {
         func restoreRinging(_ handoff: FilterDecision.Handoff) async { await self.inner.restoreRinging(handoff) }
         func admission() async -> CallAdmission { await self.inner.admission() }
         func reportRefused(_ handoff: FilterDecision.Handoff, refusal: IncomingCallError.Code, atMs: Int64) async {}
+        func apply(_ action: CallUserAction, _ handoff: FilterDecision.Handoff) async {
+            await self.inner.apply(action, handoff)
+        }
+        func reportRemoteDeclined(account: String, callID: UUID, byUser: String, byDevice: String?, atMs: Int64) async {
+            await self.inner.reportRemoteDeclined(
+                account: account,
+                callID: callID,
+                byUser: byUser,
+                byDevice: byDevice,
+                atMs: atMs
+            )
+        }
     }
 
     @Test(
@@ -142,7 +166,7 @@ struct CrashWindowEventTests {
             let reporter = CallKitReporter(configuration: .init(), sink: outbox, now: now, logger: logger)
             let engine = try FilterEngine(
                 store: store,
-                accounts: [FilterAccount(identity: fixture.bob, contacts: ContactBook([fixture.alice.card()]))],
+                accounts: [FilterAccount(identity: fixture.bob, contacts: ContactBook([try fixture.alice.card()]))],
                 reporter: DiesAfterCommit(inner: reporter),
                 now: now,
                 logger: logger

@@ -36,7 +36,10 @@ final class FilterFixture: Sendable {
         self.mallory = try Identity.generate(userID: "mallory", displayName: "Mallory", nowMs: 1)
         try self.bob.save(path: self.identityPath)
         try FileManager.default.createDirectory(atPath: self.contactsPath, withIntermediateDirectories: true)
-        try SecretFile.writePublic(path: self.contactsPath + "/alice.card.json", bytes: self.alice.card().jsonData())
+        try SecretFile.writePublic(
+            path: self.contactsPath + "/alice.card.json",
+            bytes: try self.alice.card().jsonData()
+        )
     }
 
     deinit {
@@ -50,13 +53,16 @@ final class FilterFixture: Sendable {
     @discardableResult
     func writeTamperedCard(of identity: Identity, keyIDFrom other: Identity) throws -> String {
         var card = try #require(
-            try JSONSerialization.jsonObject(with: Data(identity.card().jsonData())) as? [String: Any]
+            try JSONSerialization.jsonObject(with: Data(try identity.card().jsonData())) as? [String: Any]
         )
-        var keys = try #require(card["device_keys"] as? [[String: Any]])
-        let otherCard = try JSONSerialization.jsonObject(with: Data(other.card().jsonData())) as? [String: Any]
-        let otherKeys = try #require(otherCard?["device_keys"] as? [[String: Any]])
+        var devices = try #require(card["devices"] as? [[String: Any]])
+        var keys = try #require(devices[0]["device_keys"] as? [[String: Any]])
+        let otherCard = try JSONSerialization.jsonObject(with: Data(try other.card().jsonData())) as? [String: Any]
+        let otherDevices = try #require(otherCard?["devices"] as? [[String: Any]])
+        let otherKeys = try #require(otherDevices[0]["device_keys"] as? [[String: Any]])
         keys[0]["key_id"] = otherKeys[0]["key_id"]
-        card["device_keys"] = keys
+        devices[0]["device_keys"] = keys
+        card["devices"] = devices
         let path = self.contactsPath + "/\(identity.userID).card.json"
         let bytes = try JSONSerialization.data(withJSONObject: card, options: [.sortedKeys])
         try SecretFile.writePublic(path: path, bytes: Array(bytes))

@@ -45,7 +45,7 @@ struct FilterStateStoreTests {
                     }
                 )
         }
-        #expect(pragmas == "wal,3,\(0x4532_4546),2")  // schema version 3; synchronous FULL = 2
+        #expect(pragmas == "wal,4,\(0x4532_4546),2")  // schema version 4; synchronous FULL = 2
         #expect(fileExists(dir.file("state.sqlite-wal")))
     }
 

@@ -96,7 +96,7 @@ struct FilterStateTablesTests {
                 try tx.pruneReplay(olderThanMs: 150)
             )
         }
-        #expect(version == 3)
+        #expect(version == FilterStateSchema.currentVersion)
         // Calls and early cancels of version 1 have no caller: they match any user, as they did.
         let (call, cancel) = try store.transaction { tx throws in
             (
@@ -114,6 +114,88 @@ struct FilterStateTablesTests {
             try tx.insertMessageID(account: "bob", sender: "alice", messageID: messageID(7), sentAtMs: 300)
         }
         #expect(afterPrune == true)
+    }
+
+    @Test(
+        "a version 3 file is migrated to 4: the call engine's tables are part of the schema, rows kept where they existed",
+        arguments: [false, true]
+    )
+    func engineTablesMigrationFromVersion3(engineHadRun: Bool) throws {
+        let dir = ScratchDirectory()
+        let path = dir.file("v3.sqlite")
+        let ringing = UUID()
+        writeScratchFile(path, [])  // 0600, as the store requires
+        do {
+            let v3 = try SQLiteDatabase(path: path)
+            try v3.execute(FilterStateSchema.version1)
+            try v3.execute(FilterStateSchema.version2)
+            try v3.execute(FilterStateSchema.version3)
+            try v3.execute("PRAGMA application_id = \(FilterStateSchema.applicationID)")
+            try v3.execute("PRAGMA user_version = 3")
+            if engineHadRun {
+                // Builds of schema 3 created the engine's tables when an engine started, with version 4's DDL.
+                try v3.execute(FilterStateSchema.version4)
+                try v3.execute(
+                    "INSERT INTO call_ring VALUES ('bob', '\(ringing.uuidString)', 5000, 'alice', 'Alice', 1)"
+                )
+            }
+        }
+        let store = try openStore(path)
+        let (version, tables, rings) = try store.transaction { tx throws in
+            (
+                try tx.database.withStatement("PRAGMA user_version") { s throws(FilterStateError) in
+                    try s.step() ? s.int64(0) : -1
+                },
+                try tx.database.withStatement("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name") {
+                    s throws(FilterStateError) in
+                    var names: [String] = []
+                    while try s.step() { names.append(s.text(0)) }
+                    return names
+                },
+                try tx.rings(dueBy: Int64.max)
+            )
+        }
+        #expect(version == 4)
+        #expect(
+            tables == [
+                "call_action", "call_caller", "call_ring", "call_state", "decision_log", "early_cancel",
+                "event_outbox", "event_outbox_pruned", "missed_call", "pending_payload", "remote_decline", "replay",
+                "spool_progress", "sqlite_sequence",
+            ]
+        )
+        #expect(
+            rings
+                == (engineHadRun
+                    ? [
+                        RingRecord(
+                            account: "bob",
+                            callID: ringing,
+                            deadlineMs: 5000,
+                            callerHandle: "alice",
+                            displayName: "Alice",
+                            hasVideo: true
+                        )
+                    ] : [])
+        )
+        // The engine's tables take rows without any engine having created them.
+        try store.transaction { tx throws in
+            try tx.insertCallAction(
+                CallActionRow(
+                    account: "bob",
+                    callID: ringing,
+                    action: "answer",
+                    atMs: 10,
+                    deadlineMs: 5000,
+                    callerHandle: "alice",
+                    displayName: "Alice",
+                    hasVideo: true
+                )
+            )
+        }
+        let actions = try store.transaction { tx throws in try tx.callActions(answeredOnly: true) }
+        #expect(actions.map(\.action) == ["answer"])
+        #expect(actions.first?.atMs == 10)
+        #expect(actions.first?.callID == ringing)
     }
 
     @Test("replay set: a message id of the wrong length is refused", arguments: [0, 15, 17, 32])

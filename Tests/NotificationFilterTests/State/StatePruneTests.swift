@@ -10,7 +10,10 @@ import Testing
 /// decision stays.
 @Suite("Bounded state: the daemon prunes on a schedule")
 struct StatePruneTests {
-    static let tables = ["replay", "call_state", "early_cancel", "decision_log", "event_outbox"]
+    static let tables = [
+        "replay", "call_state", "early_cancel", "decision_log", "event_outbox", "missed_call", "call_caller",
+        "remote_decline",
+    ]
 
     func counts(_ store: FilterStateStore) throws -> [String: Int] {
         try store.transaction { tx in
@@ -71,6 +74,8 @@ struct StatePruneTests {
         let text = { (body: String) in MessageContent.text(TextMessage(threadID: "", title: "", body: body)) }
         let ended = UUID()
         let neverInvited = UUID()
+        let hungUp = UUID()
+        let placed = UUID()
 
         // Run 1, at the start: four payloads, a prune after them (nothing is old yet; written decisions go).
         let first = try await self.run(
@@ -83,12 +88,24 @@ struct StatePruneTests {
                 line(try h.body(EngineHarness.invite(ended))),
                 line(try h.body(.callCancel(CallCancel(callID: ended, reason: .answeredElsewhere)))),
                 line(try h.body(.callCancel(CallCancel(callID: neverInvited, reason: .remoteEnded)))),
+                line(try h.body(EngineHarness.invite(hungUp))),
+                line(try h.body(.callCancel(CallCancel(callID: hungUp, reason: .remoteEnded)))),
+                line(try h.body(.callCancel(CallCancel(callID: placed, reason: .declinedElsewhere)))),
             ]
         )
-        #expect(first == ["text", "fresh-invite", "call-cancelled", "cancel-before-invite"])
+        #expect(
+            first == [
+                "text", "fresh-invite", "call-cancelled", "cancel-before-invite", "fresh-invite", "call-cancelled",
+                "declined-by-callee",
+            ]
+        )
+        // The remote-declined event is written, then pruned from the outbox (no call of this device).
         #expect(
             try self.counts(h.store)
-                == ["replay": 4, "call_state": 1, "early_cancel": 1, "decision_log": 0, "event_outbox": 2]
+                == [
+                    "replay": 7, "call_state": 2, "early_cancel": 2, "decision_log": 0, "event_outbox": 4,
+                    "missed_call": 1, "call_caller": 2, "remote_decline": 0,
+                ]
         )
 
         // Run 2, past the replay window: the old ids, the ended call, the early cancel and its events go.
@@ -109,16 +126,30 @@ struct StatePruneTests {
             ]
         )
         #expect(second.suffix(4) == ["text", "text", "fresh-invite", "replay"])
+        // Missed calls and callers of the pruned calls go too (before: the missed-call log grew forever).
         #expect(
             try self.counts(h.store)
-                == ["replay": 3, "call_state": 1, "early_cancel": 0, "decision_log": 0, "event_outbox": 1]
+                == [
+                    "replay": 3, "call_state": 1, "early_cancel": 0, "decision_log": 0, "event_outbox": 1,
+                    "missed_call": 0, "call_caller": 1, "remote_decline": 0,
+                ]
         )
 
         // Run 3, still inside the window: a replay of a pruned-run message is caught; no event is written twice.
         let third = try await self.run(h, spool: spool, decisions: decisions, events: events, append: [line(later)])
-        #expect(third.count == 9)
+        #expect(third.count == 12)
         #expect(third.last == "replay")
-        #expect(JSONLines.read(events).lines.count == 3)  // ringing + ended (run 1), ringing (run 2)
+        // ringing + ended, ringing + missed, remote-declined (run 1), ringing (run 2)
+        #expect(JSONLines.read(events).lines.count == 6)
+    }
+
+    @Test("an early cancel is kept for the shorter of the longest ring and the replay window, plus twice the skew")
+    func earlyCancelRetention() {
+        var policy = FilterPolicy()
+        #expect(policy.earlyCancelRetentionMs == 3_600_000 + 60_000)
+        // A short replay window (the soak's 36 s): a late invite is `stale` after it, so its cancel need not wait.
+        policy.replayRetentionMs = 36_000
+        #expect(policy.earlyCancelRetentionMs == 96_000)
     }
 
     @Test("after a prune, an event committed but not written (a crash) is written once by the reconcile")

@@ -12,6 +12,10 @@ import Synchronization
 final class GatewayHarness: Sendable {
     static let topic = "com.example.app"
     static let deviceToken = String(repeating: "a1b2c3d4", count: 8)
+    /// Generous, because CI runs the tests under AddressSanitizer with many gateways and TLS handshakes at once on
+    /// two cores, where the client's default 10 s expired before a handshake finished. No test here is about the
+    /// connect timeout (APNsClientConfigurationTests sets its own).
+    static let connectTimeout: Duration = .seconds(60)
 
     let server: APNsGatewayServer
     let sink: InMemoryDeliverySink
@@ -115,6 +119,7 @@ final class GatewayHarness: Sendable {
     func makeClient(
         window: Int = 100,
         streamTimeout: Duration = .seconds(20),
+        connectTimeout: Duration = GatewayHarness.connectTimeout,
         retryPolicy: RetryPolicy = .never,
         registry: TokenRegistry = TokenRegistry(),
         clock: ManualClock? = nil,
@@ -134,6 +139,7 @@ final class GatewayHarness: Sendable {
             signingKey: self.signingKey,
             window: window,
             streamTimeout: streamTimeout,
+            connectTimeout: connectTimeout,
             retryPolicy: retryPolicy,
             tokenRegistry: registry,
             now: now

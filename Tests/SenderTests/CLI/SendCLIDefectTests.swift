@@ -88,24 +88,25 @@ struct SendCLIDefectTests {
             environment: ["E2EE_TOPIC": "com.example.env"]
         )
         #expect(keygen.status == 0)
-        let card = try ContactCard.load(path: envKeys + "/carol.card.json")
-        #expect(card.push?.topic == "com.example.env")
+        let card = try DeviceList.load(path: envKeys + "/carol.card.json")
+        #expect(card.devices[0].push?.topic == "com.example.env")
     }
 
     @Test("rotate keeps the push address in the printed card and in a card written to a new path")
     func rotateKeepsPush() throws {
         let dir = try Self.keys()
-        let before = try ContactCard.load(path: dir + "/bob.card.json")
+        let before = try DeviceList.load(path: dir + "/bob.card.json")
         let r = try CLI.run(["rotate", "--identity", "\(dir)/bob.identity", "--card-out", "\(dir)/new.card.json"])
         #expect(r.status == 0, "\(r.stderr)")
-        let printed = try ContactCard.parse(Array(r.stdout.utf8))
-        let written = try ContactCard.load(path: dir + "/new.card.json")
+        let printed = try DeviceList.parse(Array(r.stdout.utf8))
+        let written = try DeviceList.load(path: dir + "/new.card.json")
         for card in [printed, written] {
-            #expect(card.push == before.push)
-            #expect(card.push?.topic == "com.example.app")
+            #expect(card.devices[0].push == before.devices[0].push)
+            #expect(card.devices[0].push?.topic == "com.example.app")
             #expect(card.userID == before.userID && card.displayName == before.displayName)
-            #expect(card.deviceKeys.count == before.deviceKeys.count + 1)
-            #expect(card.currentDeviceKey?.keyID != before.currentDeviceKey?.keyID)
+            #expect(card.devices[0].deviceKeys.count == before.devices[0].deviceKeys.count + 1)
+            #expect(card.devices[0].currentKey.keyID != before.devices[0].currentKey.keyID)
+            #expect(card.listVersion == before.listVersion + 1)
         }
         // a sender using the rotated card finds the token
         let send = try CLI.run([

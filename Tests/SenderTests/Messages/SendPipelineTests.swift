@@ -27,9 +27,12 @@ struct SendPipelineTests {
         let bob = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: 1)
         let folder = NSTemporaryDirectory() + "pipeline-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let card = bob.card(push: .init(deviceToken: GatewayHarness.deviceToken, topic: GatewayHarness.topic))
+        let card = try bob.card(push: .init(deviceToken: GatewayHarness.deviceToken, topic: GatewayHarness.topic))
         try Data(card.jsonData()).write(to: URL(fileURLWithPath: folder + "/bob.card.json"))
-        return BatchRequests(builder: PushBuilder(identity: alice), directory: ContactDirectory(folder: folder))
+        return BatchRequests(
+            builder: PushBuilder(identity: alice),
+            trust: try ContactTrust(directory: ContactDirectory(folder: folder), pinsPath: nil)
+        )
     }
 
     static func texts(_ count: Int) -> [String] {
@@ -87,6 +90,72 @@ struct SendPipelineTests {
                 #expect(entry.pulled - (index + 1) <= depth, "result \(index + 1) written with \(entry.pulled) read")
             }
             #expect(gateway.sink.records.count == 200)
+        }
+    }
+
+    @Test("fan-out: one result per device in input order, each naming its device; read-ahead stays bounded")
+    func fanOutInOrderWithBoundedReadAhead() async throws {
+        try await GatewayHarness.with { gateway in
+            let client = try gateway.makeClient(window: 4)
+            let d = try Devices()
+            var batch = BatchRequests(builder: PushBuilder(identity: d.alice), trust: try d.trust())
+            let input = CountingLines(Self.texts(60))
+            let depth = 8
+            var written: [(pulled: Int, line: SendResultLine)] = []
+            let summary = await SendPipeline(depth: depth).run(
+                lines: input,
+                client: client,
+                prepare: { _, line in batch.prepare(line: line) },
+                output: { line in
+                    written.append(
+                        (input.pulled, try! JSONDecoder().decode(SendResultLine.self, from: Data(line.utf8)))
+                    )
+                }
+            )
+            #expect(summary.lines == 60)
+            #expect(summary.results == 120)
+            #expect(summary.failures == 0)
+            #expect(written.map(\.line.line) == (1...60).flatMap { [$0, $0] })
+            #expect(written.map(\.line.device) == Array(repeating: ["phone", "tablet"], count: 60).flatMap { $0 })
+            #expect(written.allSatisfy { $0.line.ok })
+            // Both devices of a line carry one message id; lines differ.
+            for pair in stride(from: 0, to: 120, by: 2) {
+                #expect(written[pair].line.messageID == written[pair + 1].line.messageID)
+            }
+            #expect(Set(written.map(\.line.messageID)).count == 60)
+            // When result k was written, at most depth results (plus one line's second device) had been read
+            // beyond it.
+            for (index, entry) in written.enumerated() {
+                #expect(
+                    2 * entry.pulled - (index + 1) <= depth + 1,
+                    "result \(index + 1) with \(entry.pulled) lines read"
+                )
+            }
+            #expect(gateway.sink.records.count == 120)
+            #expect(Set(gateway.sink.records.map(\.deviceToken)) == [Devices.phoneToken, Devices.tabletToken])
+        }
+    }
+
+    @Test("--window 1: pushes reach APNs strictly in input order, fan-out included")
+    func windowOneKeepsInputOrder() async throws {
+        try await GatewayHarness.with { gateway in
+            let client = try gateway.makeClient(window: 1)
+            let d = try Devices()
+            var batch = BatchRequests(builder: PushBuilder(identity: d.alice), trust: try d.trust())
+            var sent: [String] = []
+            let summary = await SendPipeline(depth: 2).run(
+                lines: Self.texts(40),
+                client: client,
+                prepare: { _, line in batch.prepare(line: line) },
+                output: { line in
+                    let result = try! JSONDecoder().decode(SendResultLine.self, from: Data(line.utf8))
+                    sent.append(result.apnsID ?? "")
+                }
+            )
+            #expect(summary.results == 80)
+            #expect(summary.failures == 0)
+            // The gateway saw the pushes in exactly the order of the results (input order, phone then tablet).
+            #expect(gateway.sink.records.map { $0.apnsID.lowercased() } == sent.map { $0.lowercased() })
         }
     }
 

@@ -11,17 +11,17 @@ struct SentAtOverrideTests {
     static let clockMs: UInt64 = 1_800_000_000_000
 
     /// Alice sends to Bob with a builder whose clock reads `clockMs`.
-    static func parties() throws -> (alice: Identity, bob: Identity, card: ContactCard, builder: PushBuilder) {
+    static func parties() throws -> (alice: Identity, bob: Identity, card: DeviceList, builder: PushBuilder) {
         let alice = try Identity.generate(userID: "alice", displayName: "Alice", nowMs: 1)
         let bob = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: 1)
-        let card = bob.card(push: .init(deviceToken: Self.token, topic: "com.example.e2ee"))
+        let card = try bob.card(push: .init(deviceToken: Self.token, topic: "com.example.e2ee"))
         let builder = PushBuilder(identity: alice, topic: "com.example.e2ee", nowMs: { Self.clockMs })
         return (alice, bob, card, builder)
     }
 
     /// Opens a request's body as Bob's device does and returns the signed send time.
     static func signedSendTime(_ request: APNsRequest, bob: Identity, alice: Identity) throws -> UInt64 {
-        let contacts = ContactBook([alice.card()])
+        let contacts = ContactBook([try alice.card()])
         let opened = try PushPayload.open(
             body: request.bodyBytes,
             deviceKey: { bob.deviceKey(for: $0, nowMs: 2) },

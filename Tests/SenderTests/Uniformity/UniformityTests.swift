@@ -15,7 +15,7 @@ struct UniformityTests {
     func thousandMixedPushes() async throws {
         let alice = try Identity.generate(userID: "alice", displayName: "Alice Example", nowMs: 1)
         let bob = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: 1)
-        let card = bob.card(push: .init(deviceToken: GatewayHarness.deviceToken, topic: GatewayHarness.topic))
+        let card = try bob.card(push: .init(deviceToken: GatewayHarness.deviceToken, topic: GatewayHarness.topic))
         let builder = PushBuilder(identity: alice, topic: GatewayHarness.topic)
         var rng = SystemRandomNumberGenerator()
         var kinds: [String] = []
@@ -91,6 +91,59 @@ struct UniformityTests {
         }
     }
 
+    @Test("fan-out to N devices: every push of every kind has the same headers but apns-id, and one body length")
+    func fanOutIsUniform() throws {
+        let alice = try Identity.generate(userID: "alice", displayName: "Alice", nowMs: 1)
+        let phone = try Identity.generate(userID: "bob", displayName: "Bob", deviceID: "phone", nowMs: 1)
+        var list = try DeviceList.create(
+            for: phone,
+            push: .init(deviceToken: "00" + String(repeating: "ab", count: 31), topic: "t"),
+            nowMs: 1
+        )
+        for n in 1..<4 {
+            let device = try Identity.generate(
+                userID: "bob",
+                displayName: "Bob",
+                deviceID: "d\(n)",
+                withUserKey: false,
+                nowMs: 1
+            )
+            let token = String(format: "%02x", n) + String(repeating: "ab", count: 31)
+            list = try list.signingIn(
+                try DeviceRequest.make(for: device, push: .init(deviceToken: token, topic: "t"), nowMs: 2),
+                signer: phone,
+                nowMs: 2
+            )
+        }
+        let contents: [MessageContent] = [
+            .callInvite(
+                CallInvite(
+                    callID: UUID(),
+                    callerHandle: "alice",
+                    displayName: "Alice",
+                    hasVideo: true,
+                    ringTimeoutSeconds: 30
+                )
+            ),
+            .callCancel(CallCancel(callID: UUID(), reason: .answeredElsewhere)),
+            .text(
+                TextMessage(threadID: "t", title: "Hi", body: String(repeating: "x", count: Self.documentedTextBody))
+            ),
+            .receipt(Receipt(messageIDs: [.random()])),
+        ]
+        var requests: [APNsRequest] = []
+        for content in contents {
+            let pushes = try PushBuilder(identity: alice).fanOut(content, to: list)
+            #expect(pushes.count == 4)
+            requests += try pushes.map { try $0.outcome.get().request }
+        }
+        #expect(requests.count == 16)
+        #expect(Set(requests.map { $0.headers.filter { $0.key != "apns-id" } }).count == 1)
+        #expect(Set(requests.map(\.apnsID)).count == 16)
+        #expect(Set(requests.map(\.body.utf8.count)) == [2233])
+        #expect(Set(requests.map(\.deviceToken)).count == 4)
+    }
+
     @Test("the same headers for every kind come from one function that does not know the kind")
     func headerFunction() {
         let a = PushBuilder.uniformHeaders(topic: "t")
@@ -104,7 +157,7 @@ struct UniformityTests {
     func largeTexts() throws {
         let alice = try Identity.generate(userID: "alice", displayName: "Alice", nowMs: 1)
         let bob = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: 1)
-        let card = bob.card(push: .init(deviceToken: GatewayHarness.deviceToken, topic: "t"))
+        let card = try bob.card(push: .init(deviceToken: GatewayHarness.deviceToken, topic: "t"))
         let builder = PushBuilder(identity: alice, topic: "t")
         let large = try builder.build(
             .text(TextMessage(threadID: "", title: "", body: String(repeating: "x", count: 2000))),
@@ -130,7 +183,7 @@ struct UniformityTests {
         #expect(throws: SenderError(.badDeviceToken, "")) {
             try PushBuilder(identity: alice, topic: "t").build(
                 .text(TextMessage(threadID: "", title: "", body: "x")),
-                to: bob.card(),
+                to: try bob.card(),
                 deviceToken: token
             )
         }

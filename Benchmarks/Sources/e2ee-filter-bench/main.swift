@@ -1,7 +1,7 @@
 // The filter's decision path next to the libsodium floor of the primitives it needs, measured in the same run.
-// Release build: swift run -c release e2ee-filter-bench [payloads]
+// Release build: swift run --package-path Benchmarks -c release e2ee-filter-bench [payloads]
 // C-API: this file calls libsodium directly, on purpose, for the floor.
-import CSodium
+import CSodiumBench
 import Dispatch
 import E2EECore
 import Foundation
@@ -118,7 +118,7 @@ func engine(at path: String) throws -> FilterEngine {
     )
     return try FilterEngine(
         store: store,
-        accounts: [FilterAccount(identity: bob, contacts: ContactBook([alice.card()]))],
+        accounts: [FilterAccount(identity: bob, contacts: ContactBook([try alice.card()]))],
         reporter: reporter,
         now: { nowMs },
         logger: logger
@@ -154,7 +154,7 @@ for _ in 0..<5 {
     floorRuns.append(nanos { for _ in 0..<count { floorOnce() } } / Double(count))
 }
 // Opening alone (E2EECore, one core): parse + HPKE + unpad + decode + verify, no state.
-let contacts = ContactBook([alice.card()])
+let contacts = ContactBook([try alice.card()])
 for _ in 0..<3 {
     onlyOpenRuns.append(
         try nanos {

@@ -14,25 +14,12 @@ struct RingRecord: Sendable, Hashable {
     var hasVideo: Bool
 }
 
-/// The engine's own tables, beside the store's: ringing calls with their deadlines, and the durable outbox of call
-/// events (one row per event; a UNIQUE key makes a second `ringing` for the same call impossible).
+/// Ringing calls with their deadlines, the durable outbox of call events (one row per event; a UNIQUE key makes a
+/// second `ringing` for the same call impossible), callers, and declines from the caller's other devices. The
+/// tables are part of the versioned schema (``FilterStateSchema/version4``).
 extension FilterStateTransaction {
-    static let engineSchema = """
-        CREATE TABLE IF NOT EXISTS call_ring (
-            account TEXT NOT NULL, call_id TEXT NOT NULL, deadline_ms INTEGER NOT NULL,
-            caller_handle TEXT NOT NULL, display_name TEXT NOT NULL, has_video INTEGER NOT NULL,
-            PRIMARY KEY (account, call_id)) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS event_outbox (
-            id INTEGER PRIMARY KEY AUTOINCREMENT, event TEXT NOT NULL, account TEXT NOT NULL,
-            call_id TEXT NOT NULL, line TEXT NOT NULL, UNIQUE (event, account, call_id));
-        CREATE TABLE IF NOT EXISTS event_outbox_pruned (
-            id INTEGER PRIMARY KEY CHECK (id = 1), count INTEGER NOT NULL);
-        """
-
-    func prepareEngineTables() throws(FilterStateError) {
-        try self.database.execute(Self.engineSchema)
-    }
-
+    /// Records a ringing call, and who calls in `call_caller`, which outlives the ring: a call that rang and ended
+    /// before its events were written (a crash) is restored after a restart with the caller it rang with.
     func setRing(_ ring: RingRecord) throws(FilterStateError) {
         try self.database.withStatement(
             "INSERT OR REPLACE INTO call_ring VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
@@ -44,6 +31,85 @@ extension FilterStateTransaction {
             try s.bind(ring.displayName, at: 5)
             try s.bind(ring.hasVideo ? 1 : 0, at: 6)
             try s.run()
+        }
+        try self.database.withStatement("INSERT OR REPLACE INTO call_caller VALUES (?1, ?2, ?3, ?4)") {
+            s throws(FilterStateError) in
+            try s.bind(ring.account, at: 1)
+            try s.bind(ring.callID.uuidString, at: 2)
+            try s.bind(ring.callerHandle, at: 3)
+            try s.bind(ring.displayName, at: 4)
+            try s.run()
+        }
+    }
+
+    /// Keeps a `remote-declined` event with the decision that makes it, until ``deleteRemoteDeclines(_:)`` after the
+    /// event is in the outbox (a second decline of the same call keeps the first).
+    func insertRemoteDecline(_ record: RemoteDeclineRecord) throws(FilterStateError) {
+        try self.database.withStatement("INSERT OR IGNORE INTO remote_decline VALUES (?1, ?2, ?3, ?4, ?5)") {
+            s throws(FilterStateError) in
+            try s.bind(record.account, at: 1)
+            try s.bind(record.callID.uuidString, at: 2)
+            try s.bind(record.byUser, at: 3)
+            try s.bind(record.byDevice, at: 4)
+            try s.bind(record.atMs, at: 5)
+            try s.run()
+        }
+    }
+
+    /// The `remote-declined` events decided but not yet known to be in the outbox, oldest first.
+    func remoteDeclines() throws(FilterStateError) -> [RemoteDeclineRecord] {
+        try self.database.withStatement(
+            "SELECT account, call_id, by_user, by_device, at_ms FROM remote_decline ORDER BY at_ms, call_id"
+        ) { s throws(FilterStateError) in
+            var out: [RemoteDeclineRecord] = []
+            while try s.step() {
+                guard let callID = UUID(uuidString: s.text(1)) else { continue }
+                out.append(
+                    RemoteDeclineRecord(
+                        account: s.text(0),
+                        callID: callID,
+                        byUser: s.text(2),
+                        byDevice: s.optionalText(3),
+                        atMs: s.int64(4)
+                    )
+                )
+            }
+            return out
+        }
+    }
+
+    func deleteRemoteDeclines(_ records: [RemoteDeclineRecord]) throws(FilterStateError) {
+        for record in records {
+            try self.database.withStatement("DELETE FROM remote_decline WHERE account = ?1 AND call_id = ?2") {
+                s throws(FilterStateError) in
+                try s.bind(record.account, at: 1)
+                try s.bind(record.callID.uuidString, at: 2)
+                try s.run()
+            }
+        }
+    }
+
+    /// Forgets who called in calls the state no longer knows (pruned), and missed-call records older than
+    /// `olderThanMs` (the replay window: their calls are pruned too).
+    @discardableResult
+    func pruneCallers(missedOlderThanMs: Int64) throws(FilterStateError) -> Int {
+        try self.database.execute(
+            """
+            DELETE FROM call_caller WHERE NOT EXISTS (
+                SELECT 1 FROM call_state c WHERE c.account = call_caller.account AND c.call_id = call_caller.call_id)
+            AND NOT EXISTS (
+                SELECT 1 FROM call_ring r WHERE r.account = call_caller.account AND r.call_id = call_caller.call_id)
+            """
+        )
+        return try self.database.withStatement(
+            """
+            DELETE FROM missed_call WHERE at_ms < ?1 AND NOT EXISTS (
+                SELECT 1 FROM call_state c WHERE c.account = missed_call.account AND c.call_id = missed_call.call_id)
+            """
+        ) { s throws(FilterStateError) in
+            try s.bind(missedOlderThanMs, at: 1)
+            try s.run()
+            return self.database.changes
         }
     }
 
@@ -124,14 +190,20 @@ extension FilterStateTransaction {
     func callsEndedWithoutEndEvent() throws(FilterStateError) -> [EndedCallWithoutEvent] {
         // A call that rang has an end reason of a ring (a cancel reason, or `unanswered`); its `ringing` event may be
         // missing too, when the invite and its end were decided in one batch and the process died before either
-        // event was written: then the caller's name comes from the missed-call record or the call state.
+        // event was written: then the caller comes from `call_caller` (kept from the ring), else the missed-call
+        // record or the call state.
         try self.database.withStatement(
             """
-            SELECT c.account, c.call_id, c.end_reason, r.line, m.caller_handle, m.display_name, c.caller
+            SELECT c.account, c.call_id, c.end_reason, r.line, coalesce(k.caller_handle, m.caller_handle),
+                coalesce(k.display_name, m.display_name), c.caller
             FROM call_state c
             LEFT JOIN event_outbox r ON r.event = 'ringing' AND r.account = c.account AND r.call_id = c.call_id
+            LEFT JOIN call_caller k ON k.account = c.account AND k.call_id = c.call_id
             LEFT JOIN missed_call m ON m.account = c.account AND m.call_id = c.call_id
             WHERE c.state IN ('ended', 'missed')
+            AND NOT EXISTS (
+                SELECT 1 FROM call_action a WHERE a.action = 'decline' AND a.account = c.account
+                AND a.call_id = c.call_id)
             AND (r.line IS NOT NULL
                 OR c.end_reason IN ('remoteEnded', 'answeredElsewhere', 'declinedElsewhere', 'unanswered'))
             AND NOT EXISTS (
@@ -260,4 +332,13 @@ struct EndedCallWithoutEvent {
     /// Who called, from the missed-call record or the call state, for when the ringing line is missing.
     var callerHandle: String?
     var displayName: String?
+}
+
+/// A `remote-declined` event decided with a cancel, kept until it is in the event outbox.
+struct RemoteDeclineRecord: Sendable, Hashable {
+    var account: String
+    var callID: UUID
+    var byUser: String
+    var byDevice: String?
+    var atMs: Int64
 }

@@ -12,7 +12,9 @@ public import Foundation
 public final class CallKitReporter: CallReporting, Sendable {
     public let provider: CallProvider
     public let reporter: CallReporter
+    let sink: any CallEventSink
     let now: @Sendable () -> Int64
+    let logger: Logger
 
     public init(
         configuration: CallProviderConfiguration,
@@ -21,6 +23,8 @@ public final class CallKitReporter: CallReporting, Sendable {
         logger: Logger
     ) {
         self.now = now
+        self.sink = sink
+        self.logger = logger
         self.provider = CallProvider(
             configuration: configuration,
             sinks: [sink],
@@ -70,6 +74,43 @@ public final class CallKitReporter: CallReporting, Sendable {
     /// outbox's unique key drops it: the call rings on, the events file shows one `ringing`.
     public func restoreRinging(_ handoff: FilterDecision.Handoff) async {
         await self.handOff(handoff)
+    }
+
+    public func apply(_ action: CallUserAction, _ handoff: FilterDecision.Handoff) async {
+        if await self.provider.call(handoff.callID) == nil {
+            await self.handOff(handoff)  // restored: its `ringing` event is a duplicate the outbox drops
+        }
+        do {
+            switch action {
+            case .answer: try await self.provider.answer(handoff.callID)
+            case .decline: try await self.provider.decline(handoff.callID)
+            }
+        } catch {
+            // Applied before (a second apply after a restart): the provider's state already says so.
+            self.logger.debug(
+                "call action already applied",
+                metadata: ["callID": "\(handoff.callID)", "action": "\(action)", "code": "\(error.code)"]
+            )
+        }
+    }
+
+    public func reportRemoteDeclined(
+        account: String,
+        callID: UUID,
+        byUser: String,
+        byDevice: String?,
+        atMs: Int64
+    ) async {
+        self.sink.emit(
+            CallEvent(
+                event: .remoteDeclined,
+                callID: callID,
+                account: account,
+                byUser: byUser,
+                byDevice: byDevice,
+                atMs: atMs
+            )
+        )
     }
 
     /// Handoffs that completed without a call report: iOS would terminate the app. Always zero.

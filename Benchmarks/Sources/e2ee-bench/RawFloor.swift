@@ -1,6 +1,6 @@
 // C-API: this file calls libsodium directly, on purpose: it is the benchmark's floor (the cost of the primitives
 // alone, with preallocated buffers and no Swift-side allocation or copying).
-import CSodium
+import CSodiumBench
 
 /// The libsodium floor of the HPKE suite DHKEM(X25519, HKDF-SHA256) / HKDF-SHA256 / ChaCha20-Poly1305: the same
 /// RFC 9180 computations E2EECore's HPKE makes, done with raw libsodium calls into buffers allocated once.

@@ -1,6 +1,6 @@
 // e2ee-bench: the cost of E2EECore's crypto against the libsodium floor and swift-crypto, measured in one run.
 //
-//   swift run -c release e2ee-bench [--batches N] [--batch-ms MS] [--quick]
+//   swift run --package-path Benchmarks -c release e2ee-bench [--batches N] [--batch-ms MS] [--quick]
 //
 // See docs/BENCHMARKS.md for what each line measures and the figures measured so far.
 import Crypto

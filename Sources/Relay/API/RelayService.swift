@@ -1,0 +1,437 @@
+import Crypto
+import E2EECore
+import Foundation
+public import Logging
+
+/// The relay's API decisions, independent of HTTP: every input gets one outcome, a value or a ``RelayError`` with
+/// a reason code, and a refused input changes nothing in the store.
+public final class RelayService: Sendable {
+    /// Limits and windows.
+    public struct Policy: Sendable {
+        /// Largest request body of a submit.
+        public var maximumSubmitBytes = 96 * 1024
+        /// Largest body of every other request.
+        public var maximumBodyBytes = 64 * 1024
+        /// Per recipient user: pushes a minute and burst.
+        public var recipientRatePerMinute: Double = 120
+        public var recipientBurst: Double = 60
+        /// Per delivery token: pushes a minute and burst.
+        public var tokenRatePerMinute: Double = 60
+        public var tokenBurst: Double = 30
+        /// APNs environments this relay can deliver to.
+        public var environments: Set<String> = ["production", "development"]
+
+        public init() {}
+    }
+
+    /// The most pushes in one submit: one per device of a list.
+    public static let maximumPushes = DeviceList.maximumDevices
+    /// The most delivery tokens a user holds at once.
+    public static let maximumTokens = 64
+
+    let store: any RelayStore
+    let metrics: RelayMetrics
+    let policy: Policy
+    let now: @Sendable () -> Int64
+    let logger: Logger
+    private let recipientLimiter: RateLimiter
+    private let tokenLimiter: RateLimiter
+
+    /// - Parameters:
+    ///   - store: Where everything is kept.
+    ///   - metrics: The relay's metrics.
+    ///   - policy: Limits (bursts must hold a whole submit of ``maximumPushes``).
+    ///   - now: Milliseconds since 1970 (injected for tests).
+    ///   - logger: Gets ids, codes and counts; never tokens, envelopes or addresses.
+    /// - Throws: `configuration` when a burst is below ``maximumPushes``.
+    public init(
+        store: any RelayStore,
+        metrics: RelayMetrics,
+        policy: Policy = Policy(),
+        now: @escaping @Sendable () -> Int64 = { RelayClock.nowMs() },
+        logger: Logger
+    ) throws(RelayError) {
+        guard policy.recipientBurst >= Double(Self.maximumPushes), policy.tokenBurst >= Double(Self.maximumPushes)
+        else {
+            throw RelayError(
+                .configuration,
+                "rate-limit bursts must be at least \(Self.maximumPushes) (one submit to a user with 16 devices)"
+            )
+        }
+        self.store = store
+        self.metrics = metrics
+        self.policy = policy
+        self.now = now
+        self.logger = logger
+        self.recipientLimiter = RateLimiter(
+            limit: .init(ratePerMinute: policy.recipientRatePerMinute, burst: policy.recipientBurst)
+        )
+        self.tokenLimiter = RateLimiter(
+            limit: .init(ratePerMinute: policy.tokenRatePerMinute, burst: policy.tokenBurst)
+        )
+    }
+
+    // MARK: device lists
+
+    /// Verifies and stores a device list (PROTOCOL §11.4 + the relay-side pin).
+    public func publish(userID: String, body: [UInt8]) async throws(RelayError) -> RelayAPI.PublishResponse {
+        try Identifiers.checkUserID(userID)
+        let list: DeviceList
+        do throws(E2EEError) {
+            list = try DeviceList.parse(body)
+        } catch {
+            throw RelayError(.badDeviceList, "the device list does not verify (\(error.code)): \(error.message)")
+        }
+        guard list.userID == userID else {
+            throw RelayError(
+                .userMismatch,
+                "the list is for user \"\(list.userID)\" but was published to \"\(userID)\": use the list's own user id"
+            )
+        }
+        let stored = try await self.store.publish(
+            NewList(
+                userID: userID,
+                userSigningKey: list.userSigningKey.rawRepresentation,
+                listVersion: list.listVersion,
+                digest: list.digest,
+                json: body,
+                devices: list.devices.map { ($0.deviceID, $0.signingKey.rawRepresentation) }
+            ),
+            nowMs: self.now()
+        )
+        self.logger.info(
+            "device list published",
+            metadata: ["user": "\(userID)", "list_version": "\(list.listVersion)", "stored": "\(stored)"]
+        )
+        return RelayAPI.PublishResponse(listVersion: list.listVersion, stored: stored)
+    }
+
+    /// The stored list bytes and each device's push state.
+    public func fetch(userID: String) async throws(RelayError) -> (list: [UInt8], devices: [RelayAPI.DeviceState]) {
+        try Identifiers.checkUserID(userID)
+        guard let list = try await self.store.list(userID: userID) else {
+            throw RelayError(.unknownUser, "no device list is published for user \"\(userID)\"")
+        }
+        let devices = try await self.store.devices(userID: userID).map {
+            RelayAPI.DeviceState(deviceID: $0.deviceID, push: $0.pushState, unregisteredAtMs: $0.unregisteredAtMs)
+        }
+        return (list.json, devices)
+    }
+
+    // MARK: device-signed requests
+
+    /// Registers a device's push address (docs/RELAY.md "Registering a push address").
+    public func registerPush(userID: String, deviceID: String, body: [UInt8]) async throws(RelayError) {
+        try Identifiers.checkUserID(userID)
+        try Identifiers.checkDeviceID(deviceID)
+        let registration = try Self.decode(RelayAPI.PushRegistration.self, body)
+        let address = PushAddress(
+            deviceToken: registration.deviceToken.lowercased(),
+            topic: registration.topic,
+            environment: registration.environment
+        )
+        try Self.checkAddress(address)
+        guard self.policy.environments.contains(address.environment) else {
+            throw RelayError(
+                .unsupportedEnvironment,
+                "this relay delivers to \(self.policy.environments.sorted().joined(separator: ", ")) only"
+            )
+        }
+        let nonce = try Self.nonce(registration.nonce)
+        let signature = try Self.signature(registration.signature)
+        let device = try await self.device(userID: userID, deviceID: deviceID)
+        let message = RelayAuthorization.registerMessage(
+            userID: userID,
+            deviceID: deviceID,
+            registration: registration,
+            nonce: nonce
+        )
+        try await self.authorize(
+            message,
+            signature: signature,
+            by: device,
+            timestampMs: registration.timestampMs,
+            nonce: nonce
+        )
+        try await self.store.registerPush(userID: userID, deviceID: deviceID, address: address, nowMs: self.now())
+        self.logger.info("push address registered", metadata: ["user": "\(userID)", "device": "\(deviceID)"])
+    }
+
+    /// Replaces a user's delivery tokens (docs/RELAY.md "Delivery tokens").
+    public func replaceTokens(userID: String, body: [UInt8]) async throws(RelayError) -> Int {
+        try Identifiers.checkUserID(userID)
+        let set = try Self.decode(RelayAPI.DeliveryTokenSet.self, body)
+        try Identifiers.checkDeviceID(set.deviceID)
+        guard set.tokenSHA256.count <= Self.maximumTokens else {
+            throw RelayError(
+                .badTokenSet,
+                "at most \(Self.maximumTokens) delivery tokens per user; got \(set.tokenSHA256.count)"
+            )
+        }
+        var hashes: [[UInt8]] = []
+        for hex in set.tokenSHA256 {
+            guard hex.utf8.count == 64, let hash = Hex.decode(hex) else {
+                throw RelayError(.badTokenSet, "each token_sha256 is 64 hex digits (the SHA-256 of a 32-byte token)")
+            }
+            hashes.append(hash)
+        }
+        guard Set(hashes).count == hashes.count else {
+            throw RelayError(.badTokenSet, "a token hash appears twice: list each token once")
+        }
+        let nonce = try Self.nonce(set.nonce)
+        let signature = try Self.signature(set.signature)
+        let device = try await self.device(userID: userID, deviceID: set.deviceID)
+        let message = RelayAuthorization.tokensMessage(userID: userID, set: set, hashes: hashes, nonce: nonce)
+        try await self.authorize(message, signature: signature, by: device, timestampMs: set.timestampMs, nonce: nonce)
+        try await self.store.replaceDeliveryTokens(userID: userID, hashes: hashes, nowMs: self.now())
+        self.logger.info("delivery tokens replaced", metadata: ["user": "\(userID)", "count": "\(hashes.count)"])
+        return hashes.count
+    }
+
+    private func device(userID: String, deviceID: String) async throws(RelayError) -> StoredDevice {
+        guard try await self.store.list(userID: userID) != nil else {
+            throw RelayError(.unknownUser, "no device list is published for user \"\(userID)\": publish it first")
+        }
+        guard let device = try await self.store.devices(userID: userID).first(where: { $0.deviceID == deviceID }) else {
+            throw RelayError(
+                .unknownDevice,
+                "device \"\(deviceID)\" is not in user \"\(userID)\"'s list: sign it in and publish the list first"
+            )
+        }
+        return device
+    }
+
+    private func authorize(
+        _ message: [UInt8],
+        signature: [UInt8],
+        by device: StoredDevice,
+        timestampMs: UInt64,
+        nonce: [UInt8]
+    ) async throws(RelayError) {
+        guard let key = try? SigningPublicKey(rawRepresentation: device.signingKey),
+            key.isValidSignature(signature, for: message)
+        else {
+            throw RelayError(
+                .badAuthorization,
+                "the signature does not verify under device \"\(device.deviceID)\"'s signing key in the stored list"
+            )
+        }
+        let now = self.now()
+        guard timestampMs <= UInt64(Int64.max), abs(Int64(timestampMs) - now) <= RelayAuthorization.window else {
+            throw RelayError(
+                .staleAuthorization,
+                "timestamp_ms is more than 5 minutes from the relay's clock: check the device clock and sign again"
+            )
+        }
+        guard try await self.store.consumeNonce(nonce, expiresAtMs: now + RelayAuthorization.nonceRetention, nowMs: now)
+        else {
+            throw RelayError(.replayedAuthorization, "this authorisation was already used: sign a new request")
+        }
+    }
+
+    // MARK: submits
+
+    /// Validates and enqueues a submit; 202 follows the returned value (the commit is durable).
+    ///
+    /// - Parameters:
+    ///   - userID: The recipient.
+    ///   - authorization: The `Authorization` header, if any.
+    ///   - idempotencyKey: The `Idempotency-Key` header, if any.
+    ///   - body: The JSON body (its size was checked by the HTTP layer).
+    public func submit(
+        userID: String,
+        authorization: String?,
+        idempotencyKey: String?,
+        body: [UInt8]
+    ) async throws(RelayError) -> RelayAPI.SubmitResponse {
+        do throws(RelayError) {
+            let response = try await self.checkedSubmit(
+                userID: userID,
+                authorization: authorization,
+                idempotencyKey: idempotencyKey,
+                body: body
+            )
+            self.metrics.submit(response.duplicate ? "duplicate" : "accepted")
+            return response
+        } catch {
+            self.metrics.submit(error.code == .storageUnavailable ? "storage-unavailable" : "refused")
+            throw error
+        }
+    }
+
+    private func checkedSubmit(
+        userID: String,
+        authorization: String?,
+        idempotencyKey: String?,
+        body: [UInt8]
+    ) async throws(RelayError) -> RelayAPI.SubmitResponse {
+        try Identifiers.checkUserID(userID)
+        let request = try Self.decode(RelayAPI.SubmitRequest.self, body)
+        guard let idempotencyKey else {
+            throw RelayError(
+                .missingIdempotencyKey,
+                "send an Idempotency-Key header (a new UUID per submit, the same one when retrying it)"
+            )
+        }
+        try Identifiers.checkIdempotencyKey(idempotencyKey)
+        guard (1...Self.maximumPushes).contains(request.pushes.count) else {
+            throw RelayError(
+                .badPushCount,
+                "a submit carries 1 to \(Self.maximumPushes) pushes; got \(request.pushes.count)"
+            )
+        }
+        var seen = Set<String>()
+        var bodies: [[UInt8]] = []
+        var digest = SHA256()
+        for (index, push) in request.pushes.enumerated() {
+            try Identifiers.checkDeviceID(push.deviceID)
+            guard seen.insert(push.deviceID).inserted else {
+                throw RelayError(.duplicateDevice, "device \"\(push.deviceID)\" appears twice: one envelope per device")
+            }
+            guard let bytes = StrictBase64.decode(push.envelope) else {
+                throw RelayError(.malformedEnvelope, "pushes[\(index)].envelope is not canonical base64")
+            }
+            let envelope: Envelope
+            do throws(E2EEError) {
+                envelope = try Envelope(parsing: bytes)
+            } catch {
+                throw RelayError(.malformedEnvelope, "pushes[\(index)].envelope: \(error.code): \(error.message)")
+            }
+            bodies.append(PushPayload.body(for: envelope))
+            digest.update(data: Array(push.deviceID.utf8) + [0] + bytes)
+        }
+
+        guard try await self.store.list(userID: userID) != nil else {
+            throw RelayError(.unknownUser, "no device list is published for user \"\(userID)\"")
+        }
+        let tokenHash = try await self.checkToken(authorization, userID: userID)
+        let cost = Double(request.pushes.count)
+        let now = self.now()
+        let recipientWait = self.recipientLimiter.wait(for: userID, cost: cost, nowMs: now)
+        let tokenWait = self.tokenLimiter.wait(for: Hex.encode(tokenHash), cost: cost, nowMs: now)
+        if recipientWait > 0 || tokenWait > 0 {
+            let scope = recipientWait >= tokenWait ? "recipient" : "token"
+            self.metrics.rateLimited(scope: scope)
+            throw RelayError(
+                .rateLimited,
+                "too many pushes for this \(scope == "recipient" ? "recipient" : "delivery token"): retry after the Retry-After seconds",
+                retryAfterSeconds: max(recipientWait, tokenWait)
+            )
+        }
+
+        let devices = try await self.store.devices(userID: userID)
+        for push in request.pushes {
+            guard let device = devices.first(where: { $0.deviceID == push.deviceID }) else {
+                throw RelayError(
+                    .unknownDevice,
+                    "device \"\(push.deviceID)\" is not in the user's list: fetch the list again and seal to its devices"
+                )
+            }
+            switch device.pushState {
+            case .active: break
+            case .none:
+                throw RelayError(
+                    .noPushAddress,
+                    "device \"\(push.deviceID)\" has no push address registered: leave it out (the list fetch shows it)"
+                )
+            case .unregistered:
+                throw RelayError(
+                    .pushAddressUnregistered,
+                    "APNs reported device \"\(push.deviceID)\"'s push address unregistered: leave it out until it registers again"
+                )
+            }
+        }
+        let outcome = try await self.store.enqueue(
+            NewSubmit(
+                userID: userID,
+                idempotencyKey: idempotencyKey,
+                requestDigest: Array(digest.finalize()),
+                pushes: zip(request.pushes, bodies).map { ($0.0.deviceID, UUID().uuidString.lowercased(), $0.1) }
+            ),
+            nowMs: now
+        )
+        if outcome.duplicate {
+            self.metrics.duplicateSubmits.increment()
+        } else {
+            self.recipientLimiter.take(userID, cost: cost, nowMs: now)
+            self.tokenLimiter.take(Hex.encode(tokenHash), cost: cost, nowMs: now)
+            self.metrics.pushesAccepted.increment(by: Int64(outcome.pushes.count))
+        }
+        self.logger.debug(
+            "submit accepted",
+            metadata: ["user": "\(userID)", "pushes": "\(outcome.pushes.count)", "duplicate": "\(outcome.duplicate)"]
+        )
+        return RelayAPI.SubmitResponse(pushes: outcome.pushes, duplicate: outcome.duplicate)
+    }
+
+    private func checkToken(_ authorization: String?, userID: String) async throws(RelayError) -> [UInt8] {
+        guard let authorization, !authorization.isEmpty else {
+            throw RelayError(
+                .missingDeliveryToken,
+                "send the recipient's delivery token as 'Authorization: Bearer <64 hex>' (the recipient gives it to its contacts)"
+            )
+        }
+        let parts = authorization.split(separator: " ", omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer", let token = DeliveryToken(hex: String(parts[1]))
+        else {
+            throw RelayError(.badDeliveryToken, "the Authorization header must be 'Bearer <64 hex digits>'")
+        }
+        guard try await self.store.isDeliveryToken(token.sha256, of: userID) else {
+            throw RelayError(
+                .badDeliveryToken,
+                "this delivery token is not valid for this user (rotated or never issued): ask the contact for its current token"
+            )
+        }
+        return token.sha256
+    }
+
+    // MARK: input helpers
+
+    static func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8]) throws(RelayError) -> T {
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(body))
+        } catch {
+            throw RelayError(
+                .malformedJSON,
+                "the body is not the JSON object this endpoint takes: \(Self.describe(error))"
+            )
+        }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        switch error as? DecodingError {
+        case .keyNotFound(let key, _): "the key \"\(key.stringValue)\" is missing"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            "the value at \"\(context.codingPath.map(\.stringValue).joined(separator: "."))\" has the wrong type"
+        case .dataCorrupted: "it is not valid JSON"
+        default: "it is not valid JSON"
+        }
+    }
+
+    static func nonce(_ hex: String) throws(RelayError) -> [UInt8] {
+        guard hex.utf8.count == 32, let nonce = Hex.decode(hex) else {
+            throw RelayError(.badAuthorization, "nonce must be 32 hex digits (16 random bytes)")
+        }
+        return nonce
+    }
+
+    static func signature(_ hex: String) throws(RelayError) -> [UInt8] {
+        guard hex.utf8.count == 128, let signature = Hex.decode(hex) else {
+            throw RelayError(.badAuthorization, "signature must be 128 hex digits (an Ed25519 signature)")
+        }
+        return signature
+    }
+
+    static func checkAddress(_ address: PushAddress) throws(RelayError) {
+        let token = address.deviceToken
+        guard (64...200).contains(token.utf8.count), token.utf8.count % 2 == 0, Hex.decode(token) != nil else {
+            throw RelayError(.badPushAddress, "device_token is an even number of 64 to 200 hex digits (APNs' token)")
+        }
+        guard (1...255).contains(address.topic.utf8.count) else {
+            throw RelayError(.badPushAddress, "topic is the app's bundle id, 1 to 255 bytes")
+        }
+        guard ["production", "development"].contains(address.environment) else {
+            throw RelayError(.badPushAddress, "environment is \"production\" or \"development\"")
+        }
+    }
+}

@@ -1,0 +1,275 @@
+import AsyncHTTPClient
+public import E2EECore
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+
+/// A client of the relay's API (docs/RELAY.md): what an app, or `e2ee-send --relay`, uses to publish its list,
+/// register its push address, hand out delivery tokens, fetch contacts' lists and submit envelopes.
+///
+/// Every refusal of the relay comes back as a ``RelayError`` with the relay's reason code; a transport failure as
+/// code `transport`. Call ``shutdown()`` before dropping the client.
+public final class RelayClient: Sendable {
+    /// A fetched, verified device list and each device's delivery state.
+    public struct FetchedList: Sendable, Hashable {
+        /// The list, verified (PROTOCOL §11.4). Pinning (§11.5) is the caller's decision.
+        public var list: DeviceList
+        public var devices: [RelayAPI.DeviceState]
+
+        /// The devices a sender seals to: in the list and with an active push address, in list order.
+        public var deliverableDevices: [DeviceList.Device] {
+            let active = Set(self.devices.filter { $0.push == .active }.map(\.deviceID))
+            return self.list.devices.filter { active.contains($0.deviceID) }
+        }
+    }
+
+    private let baseURL: String
+    private let http: HTTPClient
+    private let timeout: TimeAmount
+
+    /// - Parameters:
+    ///   - baseURL: `https://host:port` of the relay.
+    ///   - trustedCAPEMPath: A PEM CA file to trust instead of the system roots (a relay with a loopback CA).
+    ///   - timeout: The most one request may take.
+    /// - Throws: `configuration` for a bad URL or CA file.
+    public init(baseURL: String, trustedCAPEMPath: String? = nil, timeout: Duration = .seconds(10)) throws(RelayError) {
+        guard let url = URL(string: baseURL), url.scheme == "https", url.host != nil else {
+            throw RelayError(.configuration, "the relay URL must look like https://host:port; got \(baseURL)")
+        }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12
+        if let trustedCAPEMPath {
+            guard let certificates = try? NIOSSLCertificate.fromPEMFile(trustedCAPEMPath), !certificates.isEmpty else {
+                throw RelayError(.configuration, "cannot load a PEM CA certificate from \(trustedCAPEMPath)")
+            }
+            tls.trustRoots = .certificates(certificates)
+        }
+        var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow)
+        configuration.httpVersion = .automatic
+        self.http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        let parts = timeout.components
+        self.timeout = .nanoseconds(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)
+    }
+
+    /// Closes the connections.
+    public func shutdown() async {
+        try? await self.http.shutdown()
+    }
+
+    // MARK: lists
+
+    /// Publishes the user's signed list, exactly as `list.jsonData()` encodes it.
+    public func publish(_ list: DeviceList) async throws(RelayError) -> RelayAPI.PublishResponse {
+        try await self.publish(listJSON: list.jsonData(), userID: list.userID)
+    }
+
+    /// Publishes list bytes as they are (tests send hostile ones).
+    public func publish(listJSON: [UInt8], userID: String) async throws(RelayError) -> RelayAPI.PublishResponse {
+        let (_, body) = try await self.exchange(.PUT, Self.userPath(userID, "device-list"), body: listJSON, expect: 200)
+        return try Self.decode(RelayAPI.PublishResponse.self, body)
+    }
+
+    /// Fetches and verifies a user's list.
+    ///
+    /// - Throws: the relay's refusal (`unknown-user`), or `bad-device-list` when the served list does not verify
+    ///   (the relay, or whoever sits in front of it, altered it).
+    public func fetchList(userID: String) async throws(RelayError) -> FetchedList {
+        let (_, body) = try await self.exchange(.GET, Self.userPath(userID, "device-list"), body: nil, expect: 200)
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any],
+            let listObject = object["device_list"],
+            let listData = try? JSONSerialization.data(withJSONObject: listObject),
+            let devicesObject = object["devices"],
+            let devicesData = try? JSONSerialization.data(withJSONObject: devicesObject)
+        else {
+            throw RelayError(.unexpectedResponse, "the relay's list answer is not {\"device_list\":…,\"devices\":[…]}")
+        }
+        let list: DeviceList
+        do throws(E2EEError) {
+            list = try DeviceList.parse(Array(listData))
+        } catch {
+            throw RelayError(.badDeviceList, "the served list does not verify (\(error.code)): \(error.message)")
+        }
+        guard list.userID == userID else {
+            throw RelayError(.userMismatch, "the relay served user \"\(list.userID)\"'s list for \"\(userID)\"")
+        }
+        let devices = try Self.decode([RelayAPI.DeviceState].self, Array(devicesData))
+        return FetchedList(list: list, devices: devices)
+    }
+
+    // MARK: device-signed requests
+
+    /// Registers this device's push address, signed with its device signing key.
+    public func registerPush(
+        userID: String,
+        deviceID: String,
+        address: PushAddress,
+        signingKey: SigningPrivateKey,
+        nowMs: UInt64 = UInt64(RelayClock.nowMs())
+    ) async throws(RelayError) {
+        let registration = try RelayAuthorization.signedRegistration(
+            userID: userID,
+            deviceID: deviceID,
+            address: address,
+            signingKey: signingKey,
+            nowMs: nowMs
+        )
+        try await self.registerPush(userID: userID, deviceID: deviceID, registration: registration)
+    }
+
+    /// Sends a registration as it is (tests replay and tamper with them).
+    public func registerPush(
+        userID: String,
+        deviceID: String,
+        registration: RelayAPI.PushRegistration
+    )
+        async throws(RelayError)
+    {
+        let path = Self.userPath(userID, "devices/\(Identifiers.encodePathSegment(deviceID))/push")
+        _ = try await self.exchange(.PUT, path, body: RelayRouter.encode(registration), expect: 200)
+    }
+
+    /// Replaces the user's delivery tokens, signed by one of its devices.
+    @discardableResult
+    public func setDeliveryTokens(
+        userID: String,
+        deviceID: String,
+        tokens: [DeliveryToken],
+        signingKey: SigningPrivateKey,
+        nowMs: UInt64 = UInt64(RelayClock.nowMs())
+    ) async throws(RelayError) -> Int {
+        let set = try RelayAuthorization.signedTokenSet(
+            userID: userID,
+            deviceID: deviceID,
+            tokens: tokens,
+            signingKey: signingKey,
+            nowMs: nowMs
+        )
+        let (_, body) = try await self.exchange(
+            .PUT,
+            Self.userPath(userID, "delivery-tokens"),
+            body: RelayRouter.encode(set),
+            expect: 200
+        )
+        struct Answer: Decodable { var tokens: Int }
+        return try Self.decode(Answer.self, body).tokens
+    }
+
+    // MARK: submits
+
+    /// Submits envelopes for devices of `userID`, retrying transport failures with the same idempotency key.
+    ///
+    /// - Parameters:
+    ///   - pushes: (device id, envelope), one per device.
+    ///   - token: The recipient's delivery token.
+    ///   - idempotencyKey: One per logical submit (default: a new UUID); reuse it only to retry this submit.
+    ///   - attempts: How many times a transport failure is retried (the relay answers a retry from its record).
+    public func submit(
+        userID: String,
+        pushes: [(deviceID: String, envelope: Envelope)],
+        token: DeliveryToken,
+        idempotencyKey: String = RelayClock.newIdempotencyKey(),
+        attempts: Int = 3
+    ) async throws(RelayError) -> RelayAPI.SubmitResponse {
+        let request = RelayAPI.SubmitRequest(
+            pushes: pushes.map {
+                RelayAPI.SubmitPush(deviceID: $0.deviceID, envelope: StrictBase64.encode($0.envelope.serialized))
+            }
+        )
+        return try await self.submit(
+            userID: userID,
+            body: RelayRouter.encode(request),
+            authorization: "Bearer \(token.hex)",
+            idempotencyKey: idempotencyKey,
+            attempts: attempts
+        )
+    }
+
+    /// Submits a raw body with raw headers (tests send hostile ones).
+    public func submit(
+        userID: String,
+        body: [UInt8],
+        authorization: String?,
+        idempotencyKey: String?,
+        attempts: Int = 1
+    ) async throws(RelayError) -> RelayAPI.SubmitResponse {
+        var headers: [(String, String)] = []
+        if let authorization { headers.append(("Authorization", authorization)) }
+        if let idempotencyKey { headers.append(("Idempotency-Key", idempotencyKey)) }
+        var attempt = 1
+        while true {
+            do throws(RelayError) {
+                let (_, answer) = try await self.exchange(
+                    .POST,
+                    Self.userPath(userID, "pushes"),
+                    body: body,
+                    headers: headers,
+                    expect: 202
+                )
+                return try Self.decode(RelayAPI.SubmitResponse.self, answer)
+            } catch  where error.code == .transport && attempt < attempts {
+                attempt += 1
+                try? await Task.sleep(for: .milliseconds(200 * attempt))
+            }
+        }
+    }
+
+    /// `GET /v1/health`: true when the relay and its database answer.
+    public func isHealthy() async -> Bool {
+        (try? await self.exchange(.GET, "/v1/health", body: nil, expect: 200)) != nil
+    }
+
+    /// `GET /metrics` as text.
+    public func metricsText() async throws(RelayError) -> String {
+        let (_, body) = try await self.exchange(.GET, "/metrics", body: nil, expect: 200)
+        return String(decoding: body, as: UTF8.self)
+    }
+
+    // MARK: plumbing
+
+    static func userPath(_ userID: String, _ rest: String) -> String {
+        "/v1/users/\(Identifiers.encodePathSegment(userID))/\(rest)"
+    }
+
+    /// One request; a non-`expect` status becomes the relay's ``RelayError``.
+    func exchange(
+        _ method: HTTPMethod,
+        _ path: String,
+        body: [UInt8]?,
+        headers: [(String, String)] = [],
+        expect: Int
+    ) async throws(RelayError) -> (Int, [UInt8]) {
+        var request = HTTPClientRequest(url: self.baseURL + path)
+        request.method = method
+        request.headers.add(name: "Content-Type", value: "application/json")
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let status: Int
+        let bytes: [UInt8]
+        let retryAfter: Int?
+        do {
+            let response = try await self.http.execute(request, timeout: self.timeout)
+            status = Int(response.status.code)
+            retryAfter = response.headers.first(name: "Retry-After").flatMap { Int($0) }
+            var buffer = try await response.body.collect(upTo: 1 << 20)
+            bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
+        } catch {
+            throw RelayError(.transport, "the relay at \(self.baseURL) could not be reached: \(error)")
+        }
+        guard status == expect else {
+            if let answer = try? JSONDecoder().decode(RelayAPI.ErrorBody.self, from: Data(bytes)) {
+                throw RelayError(.received(answer.error, status: status), answer.message, retryAfterSeconds: retryAfter)
+            }
+            throw RelayError(.unexpectedResponse, "the relay answered \(status) without a reason code")
+        }
+        return (status, bytes)
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws(RelayError) -> T {
+        guard let value = try? JSONDecoder().decode(T.self, from: Data(bytes)) else {
+            throw RelayError(.unexpectedResponse, "the relay's answer is not the JSON this client expects")
+        }
+        return value
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+public import Hummingbird
+import HummingbirdCore
+import HummingbirdHTTP2
+public import Logging
+public import NIOSSL
+
+/// Everything `e2ee-relay serve` needs, checked by the CLI before the relay starts.
+public struct RelayConfiguration: Sendable {
+    /// Where the relay keeps its state.
+    public enum Database: Sendable, Hashable {
+        /// An embedded SQLite file (one relay process).
+        case sqlite(path: String)
+        /// A PostgreSQL URL (`postgres://user[:password]@host:port/database`), shared by several relays.
+        case postgres(url: String)
+
+        /// Parses `--database`: a `postgres://` or `postgresql://` URL, else a file path.
+        public init(argument: String) {
+            if argument.hasPrefix("postgres://") || argument.hasPrefix("postgresql://") {
+                self = .postgres(url: argument)
+            } else {
+                self = .sqlite(path: argument)
+            }
+        }
+    }
+
+    public var database: Database
+    public var host = "127.0.0.1"
+    /// 0 picks a free port (written to ``portFile``).
+    public var port = 8443
+    public var portFile: String?
+    /// The TLS server configuration (``RelayTLS``).
+    public var tls: TLSConfiguration
+    public var policy = RelayService.Policy()
+    public var delivery = DeliveryService.Configuration()
+
+    /// Where the TLS certificate comes from.
+    public enum TLS: Sendable, Hashable {
+        case files(certificate: String, key: String)
+        case selfSigned(directory: String)
+
+        /// The server configuration (``RelayTLS``).
+        public func load() throws(RelayError) -> TLSConfiguration {
+            switch self {
+            case .files(let certificate, let key): try RelayTLS.load(certificatePath: certificate, keyPath: key)
+            case .selfSigned(let directory): try RelayTLS.selfSigned(directory: directory).0
+            }
+        }
+    }
+
+    public init(database: Database, tls: TLSConfiguration) {
+        self.database = database
+        self.tls = tls
+    }
+}
+
+/// Builds the relay: the store, the API service, the delivery workers and the HTTPS server (HTTP/2 + HTTP/1.1).
+public enum RelayApplication: Sendable {
+    private static func server(_ tls: TLSConfiguration) throws(RelayError) -> HTTPServerBuilder {
+        do {
+            return try .http2Upgrade(tlsConfiguration: tls)
+        } catch {
+            throw RelayError(.configuration, "the TLS configuration is not usable: \(error)")
+        }
+    }
+
+    /// Opens the store named by the configuration and creates its schema.
+    ///
+    /// - Throws: `storage-unavailable` saying why (file, lock, connection).
+    public static func openStore(
+        _ database: RelayConfiguration.Database,
+        logger: Logger
+    ) async throws(RelayError)
+        -> any RelayStore
+    {
+        let store: any RelayStore
+        switch database {
+        case .sqlite(let path):
+            store = try SQLiteRelayStore(path: path)
+        case .postgres(let url):
+            store = try await PostgresRelayStore.connect(url: url, logger: logger)
+        }
+        try await store.migrate()
+        return store
+    }
+
+    /// The Hummingbird application: the API router over TLS with the delivery service beside it.
+    ///
+    /// - Parameters:
+    ///   - service: The API decisions.
+    ///   - delivery: The delivery workers (run and drained with the server), or nil for an API-only relay.
+    ///   - configuration: Host, port, port file and TLS.
+    ///   - logger: The server's logger.
+    public static func make(
+        service: RelayService,
+        delivery: DeliveryService?,
+        configuration: RelayConfiguration,
+        onRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        logger: Logger
+    ) throws(RelayError) -> some ApplicationProtocol {
+        let portFile = configuration.portFile
+        let server = try Self.server(configuration.tls)
+        return Application(
+            router: RelayRouter.build(service: service),
+            server: server,
+            configuration: .init(
+                address: .hostname(configuration.host, port: configuration.port),
+                serverName: "e2ee-relay"
+            ),
+            services: delivery.map { [$0] } ?? [],
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? configuration.port
+                if let portFile {
+                    try? Data("\(port)\n".utf8).write(to: URL(fileURLWithPath: portFile), options: .atomic)
+                }
+                logger.info("e2ee-relay listening", metadata: ["port": "\(port)"])
+                await onRunning(port)
+            },
+            logger: logger
+        )
+    }
+}

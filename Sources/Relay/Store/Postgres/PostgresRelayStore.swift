@@ -1,0 +1,674 @@
+import Foundation
+public import Logging
+import NIOCore
+import PostgresNIO
+
+/// The shared store: several relay instances on one PostgreSQL database.
+///
+/// The queue hands each due push to one instance: ``lease(owner:limit:nowMs:leaseMs:)`` selects rows with
+/// `FOR UPDATE SKIP LOCKED` and marks them leased in the same transaction, so two instances never lease one row
+/// while its lease holds; a killed instance's rows become due again when their lease expires.
+public final class PostgresRelayStore: RelayStore {
+    private let client: PostgresClient
+    private let runner: Task<Void, Never>
+    private let logger: Logger
+    /// `host:port/database`, for messages (never the password).
+    public let endpoint: String
+
+    private init(client: PostgresClient, runner: Task<Void, Never>, logger: Logger, endpoint: String) {
+        self.client = client
+        self.runner = runner
+        self.logger = logger
+        self.endpoint = endpoint
+    }
+
+    /// Connects to `url` (`postgres://user[:password]@host[:port]/database`) and checks the server answers.
+    ///
+    /// - Throws: `configuration` for a bad URL, `storage-unavailable` when the server does not answer.
+    public static func connect(url: String, logger: Logger) async throws(RelayError) -> PostgresRelayStore {
+        guard let parsed = URL(string: url), ["postgres", "postgresql"].contains(parsed.scheme ?? ""),
+            let host = parsed.host, !host.isEmpty, let user = parsed.user, !user.isEmpty
+        else {
+            throw RelayError(
+                .configuration,
+                "the database URL must look like postgres://user[:password]@host[:port]/database"
+            )
+        }
+        let database = parsed.path.hasPrefix("/") ? String(parsed.path.dropFirst()) : parsed.path
+        let port = parsed.port ?? 5432
+        var configuration = PostgresClient.Configuration(
+            host: host,
+            port: port,
+            username: user,
+            password: parsed.password,
+            database: database.isEmpty ? nil : database,
+            tls: .disable
+        )
+        configuration.options.maximumConnections = 8
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let runner = Task { await client.run() }
+        let store = PostgresRelayStore(
+            client: client,
+            runner: runner,
+            logger: logger,
+            endpoint: "\(host):\(port)/\(database)"
+        )
+        // The pool retries a refused connection for about a minute; at start, ten seconds say enough.
+        let answered = await withTaskGroup(of: Bool?.self) { group in
+            group.addTask { (try? await store.ping()) != nil }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(10))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        guard answered == true else {
+            await store.close()
+            throw RelayError(
+                .storageUnavailable,
+                "PostgreSQL at \(store.endpoint) does not answer: check that it runs, listens there, and that the URL's "
+                    + "user and database exist"
+            )
+        }
+        return store
+    }
+
+    /// Creates database `name` on the server of `url` (tests give each run its own database).
+    static func createDatabase(_ name: String, url: String, logger: Logger) async throws(RelayError) {
+        let store = try await Self.connect(url: url, logger: logger)
+        do {
+            try await store.client.withConnection { connection in
+                _ = try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \"\(name)\""), logger: logger)
+            }
+        } catch {
+            await store.close()
+            throw store.failure(error, "create database")
+        }
+        await store.close()
+    }
+
+    // MARK: plumbing
+
+    private func failure(_ error: any Error, _ operation: String) -> RelayError {
+        if let relay = error as? RelayError { return relay }
+        if let transaction = error as? PostgresTransactionError {
+            // A decision made inside the transaction (a refusal) is the answer; the rollback is the mechanism.
+            if let relay = transaction.closureError as? RelayError { return relay }
+            if let inner = transaction.closureError ?? transaction.beginError ?? transaction.commitError {
+                return self.failure(inner, operation)
+            }
+        }
+        let detail: String
+        if let psql = error as? PSQLError {
+            detail = psql.serverInfo?[.message] ?? "\(psql.code)"
+        } else {
+            detail = "\(error)"
+        }
+        return RelayError(
+            .storageUnavailable,
+            "PostgreSQL at \(self.endpoint) failed during \(operation): \(detail); the relay retries, nothing accepted is lost",
+            retryAfterSeconds: 1
+        )
+    }
+
+    private func transaction<T: Sendable>(
+        _ operation: String,
+        _ body: @Sendable (PostgresConnection) async throws -> T
+    ) async throws(RelayError) -> T {
+        do {
+            return try await self.client.withTransaction(logger: self.logger) { connection in try await body(connection)
+            }
+        } catch {
+            throw self.failure(error, operation)
+        }
+    }
+
+    private func read<T: Sendable>(
+        _ operation: String,
+        _ body: @Sendable (PostgresConnection) async throws -> T
+    ) async throws(RelayError) -> T {
+        do {
+            return try await self.client.withConnection { connection in try await body(connection) }
+        } catch {
+            throw self.failure(error, operation)
+        }
+    }
+
+    private static func bytes(_ buffer: ByteBuffer?) -> [UInt8] {
+        guard var buffer else { return [] }
+        return buffer.readBytes(length: buffer.readableBytes) ?? []
+    }
+
+    // MARK: RelayStore
+
+    public func migrate() async throws(RelayError) {
+        let logger = self.logger
+        try await self.transaction("migrate") { connection in
+            // Instances starting together must not race on CREATE TABLE.
+            try await connection.query("SELECT pg_advisory_xact_lock(7270011)", logger: logger)
+            for statement in PostgresSchema.statements {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
+        }
+    }
+
+    public func ping() async throws(RelayError) {
+        let logger = self.logger
+        _ = try await self.read("ping") { connection in
+            _ = try await connection.query("SELECT 1", logger: logger)
+            return true
+        }
+    }
+
+    public func list(userID: String) async throws(RelayError) -> StoredList? {
+        let logger = self.logger
+        return try await self.read("list") { connection in try await Self.list(connection, userID, logger, lock: false)
+        }
+    }
+
+    private static func list(
+        _ connection: PostgresConnection,
+        _ userID: String,
+        _ logger: Logger,
+        lock: Bool
+    )
+        async throws -> StoredList?
+    {
+        let rows =
+            lock
+            ? try await connection.query(
+                "SELECT user_signing_key, list_version, list_digest, list_json FROM lists WHERE user_id = \(userID) FOR UPDATE",
+                logger: logger
+            )
+            : try await connection.query(
+                "SELECT user_signing_key, list_version, list_digest, list_json FROM lists WHERE user_id = \(userID)",
+                logger: logger
+            )
+        for try await (key, version, digest, json) in rows.decode((ByteBuffer, Int64, ByteBuffer, ByteBuffer).self) {
+            return StoredList(
+                userID: userID,
+                userSigningKey: Self.bytes(key),
+                listVersion: UInt64(version),
+                digest: Self.bytes(digest),
+                json: Self.bytes(json)
+            )
+        }
+        return nil
+    }
+
+    public func publish(_ list: NewList, nowMs: Int64) async throws(RelayError) -> Bool {
+        let logger = self.logger
+        let devices = list.devices.map { Device(deviceID: $0.deviceID, signingKey: $0.signingKey) }
+        return try await self.transaction("publish") { connection in
+            // Serialise publishes of one user (first publishes too: the advisory lock covers a missing row).
+            try await connection.query("SELECT pg_advisory_xact_lock(hashtext(\(list.userID)))", logger: logger)
+            if let stored = try await Self.list(connection, list.userID, logger, lock: true) {
+                guard try StorePolicy.admit(list, over: stored) else { return false }
+            }
+            try await connection.query(
+                """
+                INSERT INTO lists (user_id, user_signing_key, list_version, list_digest, list_json, updated_at_ms)
+                VALUES (\(list.userID), \(ByteBuffer(bytes: list.userSigningKey)), \(Int64(list.listVersion)),
+                  \(ByteBuffer(bytes: list.digest)), \(ByteBuffer(bytes: list.json)), \(nowMs))
+                ON CONFLICT (user_id) DO UPDATE SET user_signing_key = excluded.user_signing_key,
+                  list_version = excluded.list_version, list_digest = excluded.list_digest,
+                  list_json = excluded.list_json, updated_at_ms = excluded.updated_at_ms
+                """,
+                logger: logger
+            )
+            let existing = try await Self.devices(connection, list.userID, logger)
+            let kept = Set(devices.map(\.deviceID))
+            for device in existing where !kept.contains(device.deviceID) {
+                try await Self.removeDevice(connection, list.userID, device.deviceID, nowMs, logger)
+            }
+            for (position, device) in devices.enumerated() {
+                if let previous = existing.first(where: { $0.deviceID == device.deviceID }),
+                    previous.signingKey != device.signingKey
+                {
+                    try await Self.removeDevice(connection, list.userID, device.deviceID, nowMs, logger)
+                }
+                try await connection.query(
+                    """
+                    INSERT INTO devices (user_id, device_id, position, signing_key)
+                    VALUES (\(list.userID), \(device.deviceID), \(Int64(position)), \(ByteBuffer(bytes: device.signingKey)))
+                    ON CONFLICT (user_id, device_id) DO UPDATE SET position = excluded.position
+                    """,
+                    logger: logger
+                )
+            }
+            return true
+        }
+    }
+
+    private struct Device: Sendable {
+        var deviceID: String
+        var signingKey: [UInt8]
+    }
+
+    private static func removeDevice(
+        _ connection: PostgresConnection,
+        _ userID: String,
+        _ deviceID: String,
+        _ nowMs: Int64,
+        _ logger: Logger
+    ) async throws {
+        try await connection.query(
+            "DELETE FROM devices WHERE user_id = \(userID) AND device_id = \(deviceID)",
+            logger: logger
+        )
+        try await connection.query(
+            """
+            UPDATE pushes SET state = 'removed', body = NULL, completed_at_ms = \(nowMs), lease_owner = NULL,
+              lease_expires_at_ms = NULL
+            WHERE user_id = \(userID) AND device_id = \(deviceID) AND state IN ('queued', 'leased')
+            """,
+            logger: logger
+        )
+    }
+
+    public func devices(userID: String) async throws(RelayError) -> [StoredDevice] {
+        let logger = self.logger
+        return try await self.read("devices") { connection in try await Self.devices(connection, userID, logger) }
+    }
+
+    private static func devices(
+        _ connection: PostgresConnection,
+        _ userID: String,
+        _ logger: Logger
+    ) async throws
+        -> [StoredDevice]
+    {
+        let rows = try await connection.query(
+            """
+            SELECT device_id, signing_key, device_token, topic, environment, unregistered_at_ms
+            FROM devices WHERE user_id = \(userID) ORDER BY position
+            """,
+            logger: logger
+        )
+        var devices: [StoredDevice] = []
+        for try await (deviceID, key, token, topic, environment, unregistered) in rows.decode(
+            (String, ByteBuffer, String?, String?, String?, Int64?).self
+        ) {
+            var address: PushAddress?
+            if let token, let topic, let environment {
+                address = PushAddress(deviceToken: token, topic: topic, environment: environment)
+            }
+            devices.append(
+                StoredDevice(
+                    deviceID: deviceID,
+                    signingKey: Self.bytes(key),
+                    address: address,
+                    unregisteredAtMs: unregistered
+                )
+            )
+        }
+        return devices
+    }
+
+    public func consumeNonce(_ nonce: [UInt8], expiresAtMs: Int64, nowMs: Int64) async throws(RelayError) -> Bool {
+        let logger = self.logger
+        return try await self.transaction("nonce") { connection in
+            try await connection.query("DELETE FROM auth_nonces WHERE expires_at_ms <= \(nowMs)", logger: logger)
+            let rows = try await connection.query(
+                """
+                INSERT INTO auth_nonces (nonce, expires_at_ms) VALUES (\(ByteBuffer(bytes: nonce)), \(expiresAtMs))
+                ON CONFLICT DO NOTHING RETURNING expires_at_ms
+                """,
+                logger: logger
+            )
+            var inserted = false
+            for try await _ in rows.decode(Int64.self) { inserted = true }
+            return inserted
+        }
+    }
+
+    public func registerPush(
+        userID: String,
+        deviceID: String,
+        address: PushAddress,
+        nowMs: Int64
+    )
+        async throws(RelayError)
+    {
+        let logger = self.logger
+        let updated = try await self.transaction("register") { connection in
+            let rows = try await connection.query(
+                """
+                UPDATE devices SET device_token = \(address.deviceToken), topic = \(address.topic),
+                  environment = \(address.environment), registered_at_ms = \(nowMs), unregistered_at_ms = NULL
+                WHERE user_id = \(userID) AND device_id = \(deviceID) RETURNING position
+                """,
+                logger: logger
+            )
+            var count = 0
+            for try await _ in rows.decode(Int64.self) { count += 1 }
+            return count
+        }
+        guard updated == 1 else {
+            throw RelayError(.unknownDevice, "device \"\(deviceID)\" is not in the user's stored list")
+        }
+    }
+
+    public func replaceDeliveryTokens(userID: String, hashes: [[UInt8]], nowMs: Int64) async throws(RelayError) {
+        let logger = self.logger
+        try await self.transaction("tokens") { connection in
+            try await connection.query("DELETE FROM delivery_tokens WHERE user_id = \(userID)", logger: logger)
+            for hash in hashes {
+                try await connection.query(
+                    """
+                    INSERT INTO delivery_tokens (token_sha256, user_id, created_at_ms)
+                    VALUES (\(ByteBuffer(bytes: hash)), \(userID), \(nowMs))
+                    ON CONFLICT (token_sha256) DO UPDATE SET user_id = excluded.user_id
+                    """,
+                    logger: logger
+                )
+            }
+        }
+    }
+
+    public func isDeliveryToken(_ hash: [UInt8], of userID: String) async throws(RelayError) -> Bool {
+        let logger = self.logger
+        return try await self.read("token") { connection in
+            let rows = try await connection.query(
+                "SELECT 1 FROM delivery_tokens WHERE token_sha256 = \(ByteBuffer(bytes: hash)) AND user_id = \(userID)",
+                logger: logger
+            )
+            for try await _ in rows.decode(Int32.self) { return true }
+            return false
+        }
+    }
+
+    public func enqueue(_ submit: NewSubmit, nowMs: Int64) async throws(RelayError) -> EnqueueOutcome {
+        let logger = self.logger
+        let accepted = StorePolicy.accepted(submit)
+        let response = StorePolicy.encode(accepted.pushes)
+        let pushes = submit.pushes.map { Push(deviceID: $0.deviceID, pushID: $0.pushID, body: $0.body) }
+        let earlier = try await self.transaction("enqueue") { connection -> Earlier? in
+            // The key first: a concurrent submit with the same key waits here, then finds the committed row.
+            let claimed = try await connection.query(
+                """
+                INSERT INTO submissions (user_id, idempotency_key, request_sha256, response, created_at_ms)
+                VALUES (\(submit.userID), \(submit.idempotencyKey), \(ByteBuffer(bytes: submit.requestDigest)),
+                  \(response), \(nowMs))
+                ON CONFLICT DO NOTHING RETURNING created_at_ms
+                """,
+                logger: logger
+            )
+            var inserted = false
+            for try await _ in claimed.decode(Int64.self) { inserted = true }
+            if !inserted {
+                let rows = try await connection.query(
+                    """
+                    SELECT request_sha256, response FROM submissions
+                    WHERE user_id = \(submit.userID) AND idempotency_key = \(submit.idempotencyKey)
+                    """,
+                    logger: logger
+                )
+                for try await (digest, response) in rows.decode((ByteBuffer, String).self) {
+                    return Earlier(digest: Self.bytes(digest), response: response)
+                }
+                throw RelayError(.storageUnavailable, "an idempotency record vanished during the submit: retry")
+            }
+            for push in pushes {
+                try await connection.query(
+                    """
+                    INSERT INTO pushes (push_id, user_id, device_id, body, state, attempts, next_attempt_at_ms,
+                      enqueued_at_ms, completions)
+                    VALUES (\(push.pushID), \(submit.userID), \(push.deviceID), \(ByteBuffer(bytes: push.body)),
+                      'queued', 0, \(nowMs), \(nowMs), 0)
+                    """,
+                    logger: logger
+                )
+            }
+            return nil
+        }
+        if let earlier {
+            return try StorePolicy.replay(earlier.digest, earlier.response, for: submit)
+        }
+        return accepted
+    }
+
+    private struct Earlier: Sendable {
+        var digest: [UInt8]
+        var response: String
+    }
+
+    private struct Push: Sendable {
+        var deviceID: String
+        var pushID: String
+        var body: [UInt8]
+    }
+
+    public func lease(
+        owner: String,
+        limit: Int,
+        nowMs: Int64,
+        leaseMs: Int64
+    ) async throws(RelayError)
+        -> [LeasedPush]
+    {
+        let logger = self.logger
+        return try await self.transaction("lease") { connection in
+            let rows = try await connection.query(
+                """
+                WITH due AS (
+                  SELECT seq FROM pushes
+                  WHERE (state = 'queued' AND next_attempt_at_ms <= \(nowMs))
+                     OR (state = 'leased' AND lease_expires_at_ms <= \(nowMs))
+                  ORDER BY seq LIMIT \(Int64(limit))
+                  FOR UPDATE SKIP LOCKED)
+                UPDATE pushes p SET state = 'leased', lease_owner = \(owner),
+                  lease_expires_at_ms = \(nowMs + leaseMs), attempts = p.attempts + 1
+                FROM due WHERE p.seq = due.seq
+                RETURNING p.push_id, p.user_id, p.device_id, p.body, p.attempts, p.enqueued_at_ms, p.seq
+                """,
+                logger: logger
+            )
+            var leased: [(LeasedPush, Int64)] = []
+            for try await (pushID, userID, deviceID, body, attempts, enqueued, seq) in rows.decode(
+                (String, String, String, ByteBuffer?, Int64, Int64, Int64).self
+            ) {
+                leased.append(
+                    (
+                        LeasedPush(
+                            pushID: pushID,
+                            userID: userID,
+                            deviceID: deviceID,
+                            body: Self.bytes(body),
+                            attempts: Int(attempts),
+                            enqueuedAtMs: enqueued,
+                            address: nil
+                        ), seq
+                    )
+                )
+            }
+            var result: [LeasedPush] = []
+            for (var push, _) in leased.sorted(by: { $0.1 < $1.1 }) {
+                let rows = try await connection.query(
+                    """
+                    SELECT device_token, topic, environment FROM devices
+                    WHERE user_id = \(push.userID) AND device_id = \(push.deviceID) AND device_token IS NOT NULL
+                      AND unregistered_at_ms IS NULL
+                    """,
+                    logger: logger
+                )
+                for try await (token, topic, environment) in rows.decode((String, String, String).self) {
+                    push.address = PushAddress(deviceToken: token, topic: topic, environment: environment)
+                }
+                result.append(push)
+            }
+            return result
+        }
+    }
+
+    public func complete(
+        _ completions: [Completion],
+        owner: String,
+        nowMs: Int64
+    ) async throws(RelayError)
+        -> [CompletionResult]
+    {
+        let logger = self.logger
+        return try await self.transaction("complete") { connection in
+            var results: [CompletionResult] = []
+            for completion in completions {
+                results.append(
+                    try await Self.completeOne(connection, completion.pushID, completion.outcome, nowMs, logger)
+                )
+            }
+            return results
+        }
+    }
+
+    private static func completeOne(
+        _ connection: PostgresConnection,
+        _ pushID: String,
+        _ outcome: PushOutcome,
+        _ nowMs: Int64,
+        _ logger: Logger
+    ) async throws -> CompletionResult {
+        let row = StorePolicy.row(for: outcome)
+        let rows = try await connection.query(
+            "SELECT state, user_id, device_id FROM pushes WHERE push_id = \(pushID) FOR UPDATE",
+            logger: logger
+        )
+        var found: (String, String, String)?
+        for try await value in rows.decode((String, String, String).self) { found = value }
+        guard let (state, userID, deviceID) = found else { return .alreadyCompleted }
+        if state != PushState.queued.rawValue && state != PushState.leased.rawValue {
+            try await connection.query(
+                "UPDATE pushes SET completions = completions + 1 WHERE push_id = \(pushID)",
+                logger: logger
+            )
+            return .alreadyCompleted
+        }
+        let final: Int64 = row.final ? 1 : 0
+        try await connection.query(
+            """
+            UPDATE pushes SET state = \(row.state.rawValue),
+              next_attempt_at_ms = COALESCE(\(row.retryAtMs), next_attempt_at_ms),
+              apns_status = \(row.status.map(Int64.init)), apns_reason = \(row.reason),
+              lease_owner = NULL, lease_expires_at_ms = NULL,
+              completed_at_ms = CASE WHEN \(final) = 1 THEN \(nowMs) ELSE NULL END,
+              completions = completions + \(final),
+              body = CASE WHEN \(final) = 1 THEN NULL ELSE body END
+            WHERE push_id = \(pushID)
+            """,
+            logger: logger
+        )
+        if case .unregistered(let atMs, let token) = outcome {
+            try await connection.query(
+                """
+                UPDATE devices SET unregistered_at_ms = \(atMs)
+                WHERE user_id = \(userID) AND device_id = \(deviceID) AND device_token = \(token)
+                  AND unregistered_at_ms IS NULL
+                """,
+                logger: logger
+            )
+        }
+        return .recorded
+    }
+
+    public func counts() async throws(RelayError) -> [PushState: Int] {
+        let logger = self.logger
+        return try await self.read("counts") { connection in
+            let rows = try await connection.query("SELECT state, COUNT(*) FROM pushes GROUP BY state", logger: logger)
+            var counts: [PushState: Int] = [:]
+            for try await (state, count) in rows.decode((String, Int64).self) {
+                if let state = PushState(rawValue: state) { counts[state] = Int(count) }
+            }
+            return counts
+        }
+    }
+
+    public func push(_ pushID: String) async throws(RelayError) -> PushRecord? {
+        let logger = self.logger
+        return try await self.read("push") { connection in
+            let rows = try await connection.query(
+                """
+                SELECT user_id, device_id, state, attempts, completions, apns_status, apns_reason
+                FROM pushes WHERE push_id = \(pushID)
+                """,
+                logger: logger
+            )
+            for try await (userID, deviceID, state, attempts, completions, status, reason) in rows.decode(
+                (String, String, String, Int64, Int64, Int64?, String?).self
+            ) {
+                return PushRecord(
+                    pushID: pushID,
+                    userID: userID,
+                    deviceID: deviceID,
+                    state: PushState(rawValue: state) ?? .failed,
+                    attempts: Int(attempts),
+                    completions: Int(completions),
+                    apnsStatus: status.map(Int.init),
+                    apnsReason: reason
+                )
+            }
+            return nil
+        }
+    }
+
+    public func deliveredLatenciesMs() async throws(RelayError) -> [Int64] {
+        let logger = self.logger
+        return try await self.read("latencies") { connection in
+            let rows = try await connection.query(
+                "SELECT completed_at_ms - enqueued_at_ms FROM pushes WHERE state = 'delivered' ORDER BY 1",
+                logger: logger
+            )
+            var values: [Int64] = []
+            for try await value in rows.decode(Int64.self) { values.append(value) }
+            return values
+        }
+    }
+
+    public func purge(nowMs: Int64) async throws(RelayError) {
+        let logger = self.logger
+        let cutoff = nowMs - StorePolicy.idempotencyWindowMs
+        try await self.transaction("purge") { connection in
+            try await connection.query("DELETE FROM auth_nonces WHERE expires_at_ms <= \(nowMs)", logger: logger)
+            try await connection.query("DELETE FROM submissions WHERE created_at_ms <= \(cutoff)", logger: logger)
+        }
+    }
+
+    public func close() async {
+        self.runner.cancel()
+        _ = await self.runner.value
+    }
+}
+
+/// The schema (docs/RELAY.md "Storage"), PostgreSQL dialect.
+enum PostgresSchema {
+    static let statements = [
+        """
+        CREATE TABLE IF NOT EXISTS lists (user_id TEXT PRIMARY KEY, user_signing_key BYTEA NOT NULL,
+          list_version BIGINT NOT NULL, list_digest BYTEA NOT NULL, list_json BYTEA NOT NULL,
+          updated_at_ms BIGINT NOT NULL)
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS devices (user_id TEXT NOT NULL, device_id TEXT NOT NULL, position BIGINT NOT NULL,
+          signing_key BYTEA NOT NULL, device_token TEXT, topic TEXT, environment TEXT, registered_at_ms BIGINT,
+          unregistered_at_ms BIGINT, PRIMARY KEY (user_id, device_id))
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS delivery_tokens (token_sha256 BYTEA PRIMARY KEY, user_id TEXT NOT NULL,
+          created_at_ms BIGINT NOT NULL)
+        """,
+        "CREATE TABLE IF NOT EXISTS auth_nonces (nonce BYTEA PRIMARY KEY, expires_at_ms BIGINT NOT NULL)",
+        """
+        CREATE TABLE IF NOT EXISTS submissions (user_id TEXT NOT NULL, idempotency_key TEXT NOT NULL,
+          request_sha256 BYTEA NOT NULL, response TEXT NOT NULL, created_at_ms BIGINT NOT NULL,
+          PRIMARY KEY (user_id, idempotency_key))
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS pushes (seq BIGSERIAL PRIMARY KEY, push_id TEXT NOT NULL UNIQUE,
+          user_id TEXT NOT NULL, device_id TEXT NOT NULL, body BYTEA, state TEXT NOT NULL,
+          attempts BIGINT NOT NULL, next_attempt_at_ms BIGINT NOT NULL, lease_owner TEXT,
+          lease_expires_at_ms BIGINT, enqueued_at_ms BIGINT NOT NULL, completed_at_ms BIGINT,
+          apns_status BIGINT, apns_reason TEXT, completions BIGINT NOT NULL)
+        """,
+        "CREATE INDEX IF NOT EXISTS pushes_due ON pushes (state, next_attempt_at_ms)",
+    ]
+}

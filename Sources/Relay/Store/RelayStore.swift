@@ -1,0 +1,208 @@
+/// The relay's persistence: device lists, push addresses, delivery tokens, nonces, idempotency records and the
+/// push queue. Two implementations run the same tests: ``SQLiteRelayStore`` (embedded, one process) and
+/// ``PostgresRelayStore`` (shared by several relay instances).
+///
+/// Every method either commits all its writes or none. Methods throw ``RelayError`` with code
+/// `storage-unavailable` when the database fails; the API answers 503 and has stored nothing.
+public protocol RelayStore: Sendable {
+    /// Creates the schema if missing.
+    func migrate() async throws(RelayError)
+
+    /// Checks the database answers.
+    func ping() async throws(RelayError)
+
+    /// The stored list of a user.
+    func list(userID: String) async throws(RelayError) -> StoredList?
+
+    /// Stores a verified list, replacing the user's devices; enforces the relay-side pin (docs/RELAY.md).
+    ///
+    /// - Returns: false when the identical list is already stored.
+    /// - Throws: `signing-key-changed`, `list-rollback`, `list-version-reused`.
+    func publish(_ list: NewList, nowMs: Int64) async throws(RelayError) -> Bool
+
+    /// Each device of the user with its signing key and push state, in list order.
+    func devices(userID: String) async throws(RelayError) -> [StoredDevice]
+
+    /// Records a nonce until `expiresAtMs`; false when it is already recorded (a replay).
+    func consumeNonce(_ nonce: [UInt8], expiresAtMs: Int64, nowMs: Int64) async throws(RelayError) -> Bool
+
+    /// Sets (or replaces) a device's push address and clears its unregistered mark.
+    ///
+    /// - Throws: `unknown-device` if the device is no longer in the user's list.
+    func registerPush(userID: String, deviceID: String, address: PushAddress, nowMs: Int64) async throws(RelayError)
+
+    /// Replaces the user's delivery token hashes.
+    func replaceDeliveryTokens(userID: String, hashes: [[UInt8]], nowMs: Int64) async throws(RelayError)
+
+    /// Whether `hash` is a delivery token hash of `userID`.
+    func isDeliveryToken(_ hash: [UInt8], of userID: String) async throws(RelayError) -> Bool
+
+    /// Enqueues one submit in one transaction, or answers the earlier outcome of the same idempotency key.
+    ///
+    /// - Throws: `idempotency-key-reused` when the key was used with other pushes.
+    func enqueue(_ submit: NewSubmit, nowMs: Int64) async throws(RelayError) -> EnqueueOutcome
+
+    /// Leases up to `limit` due pushes to `owner` until `nowMs + leaseMs`.
+    func lease(owner: String, limit: Int, nowMs: Int64, leaseMs: Int64) async throws(RelayError) -> [LeasedPush]
+
+    /// Records the outcomes of leased pushes, all in one transaction (one commit per delivered batch).
+    func complete(
+        _ completions: [Completion],
+        owner: String,
+        nowMs: Int64
+    ) async throws(RelayError)
+        -> [CompletionResult]
+
+    /// Counts of pushes by state.
+    func counts() async throws(RelayError) -> [PushState: Int]
+
+    /// The state of one push (tests, operators).
+    func push(_ pushID: String) async throws(RelayError) -> PushRecord?
+
+    /// Enqueue-to-delivered times, in ms, of every delivered push still recorded (operators, measurements).
+    func deliveredLatenciesMs() async throws(RelayError) -> [Int64]
+
+    /// Deletes expired nonces and idempotency records.
+    func purge(nowMs: Int64) async throws(RelayError)
+
+    /// Closes connections.
+    func close() async
+}
+
+/// A list to store: its identity fields and the exact bytes the user signed.
+public struct NewList: Sendable {
+    public var userID: String
+    public var userSigningKey: [UInt8]
+    public var listVersion: UInt64
+    public var digest: [UInt8]
+    public var json: [UInt8]
+    /// (device id, device signing key) in list order.
+    public var devices: [(deviceID: String, signingKey: [UInt8])]
+}
+
+/// A stored list.
+public struct StoredList: Sendable, Hashable {
+    public var userID: String
+    public var userSigningKey: [UInt8]
+    public var listVersion: UInt64
+    public var digest: [UInt8]
+    public var json: [UInt8]
+}
+
+/// Where APNs delivers a device's pushes.
+public struct PushAddress: Sendable, Hashable {
+    public var deviceToken: String
+    public var topic: String
+    public var environment: String
+
+    public init(deviceToken: String, topic: String, environment: String) {
+        self.deviceToken = deviceToken
+        self.topic = topic
+        self.environment = environment
+    }
+}
+
+/// A device of a stored list, with its push state.
+public struct StoredDevice: Sendable, Hashable {
+    public var deviceID: String
+    public var signingKey: [UInt8]
+    public var address: PushAddress?
+    public var unregisteredAtMs: Int64?
+
+    public var pushState: RelayAPI.PushState {
+        guard self.address != nil else { return .none }
+        return self.unregisteredAtMs == nil ? .active : .unregistered
+    }
+}
+
+/// One submit to enqueue.
+public struct NewSubmit: Sendable {
+    public var userID: String
+    public var idempotencyKey: String
+    /// SHA-256 of the canonical pushes (device ids and envelopes, in order).
+    public var requestDigest: [UInt8]
+    /// (device id, new push id, APNs body) in request order.
+    public var pushes: [(deviceID: String, pushID: String, body: [UInt8])]
+}
+
+/// What ``RelayStore/enqueue(_:nowMs:)`` did.
+public struct EnqueueOutcome: Sendable, Hashable {
+    public var pushes: [RelayAPI.AcceptedPush]
+    public var duplicate: Bool
+}
+
+/// A push leased for delivery, joined with its device's current address.
+public struct LeasedPush: Sendable, Hashable {
+    public var pushID: String
+    public var userID: String
+    public var deviceID: String
+    public var body: [UInt8]
+    public var attempts: Int
+    public var enqueuedAtMs: Int64
+    /// nil when the device has no active address any more (removed, or unregistered since).
+    public var address: PushAddress?
+}
+
+/// The states of a push (docs/RELAY.md "Queue and delivery").
+public enum PushState: String, Sendable, Hashable, CaseIterable {
+    case queued, leased, delivered, failed, unregistered, removed
+}
+
+/// The outcome a worker records.
+public enum PushOutcome: Sendable, Hashable {
+    /// APNs answered 200.
+    case delivered(status: Int)
+    /// Retry at `retryAtMs` (429, 5xx, timeout, connection).
+    case retry(retryAtMs: Int64, status: Int?, reason: String?)
+    /// Not retried: any other APNs status, or attempts exhausted.
+    case failed(status: Int?, reason: String)
+    /// 410: the push address `deviceToken` is dead since `atMs`.
+    case unregistered(atMs: Int64, deviceToken: String)
+    /// The device has no usable address: dropped.
+    case removed
+}
+
+/// One outcome to record.
+public struct Completion: Sendable, Hashable {
+    public var pushID: String
+    public var outcome: PushOutcome
+
+    public init(pushID: String, outcome: PushOutcome) {
+        self.pushID = pushID
+        self.outcome = outcome
+    }
+}
+
+extension RelayStore {
+    /// Records the outcome of one leased push.
+    public func complete(
+        _ pushID: String,
+        owner: String,
+        outcome: PushOutcome,
+        nowMs: Int64
+    ) async throws(RelayError)
+        -> CompletionResult
+    {
+        try await self.complete([Completion(pushID: pushID, outcome: outcome)], owner: owner, nowMs: nowMs)[0]
+    }
+}
+
+/// What ``RelayStore/complete(_:owner:nowMs:)`` found for each push.
+public enum CompletionResult: Sendable, Hashable {
+    /// The outcome was recorded.
+    case recorded
+    /// The push had already been completed by another lease (the lease expired and it was delivered twice).
+    case alreadyCompleted
+}
+
+/// One push as stored.
+public struct PushRecord: Sendable, Hashable {
+    public var pushID: String
+    public var userID: String
+    public var deviceID: String
+    public var state: PushState
+    public var attempts: Int
+    public var completions: Int
+    public var apnsStatus: Int?
+    public var apnsReason: String?
+}

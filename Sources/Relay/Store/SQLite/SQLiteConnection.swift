@@ -1,0 +1,175 @@
+// This folder is the only place in Relay that touches the sqlite3 C API.
+import CSQLite
+
+/// One SQLite connection, owned by one ``SQLiteRelayStore`` and used only under its lock.
+///
+/// Every sqlite3 return code goes through ``check(_:_:)``, which turns it into a ``RelayError`` with code
+/// `storage-unavailable`. Prepared statements are cached by their SQL text and finalized when the connection closes.
+final class SQLiteConnection {
+    private let handle: OpaquePointer
+    private var statements: [String: OpaquePointer] = [:]
+
+    /// Opens (creating if needed) the database file at `path`.
+    init(path: String) throws(RelayError) {
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            if let db { sqlite3_close_v2(db) }
+            throw Self.error(rc, "open \(path)", message)
+        }
+        self.handle = db
+    }
+
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close_v2(handle)
+    }
+
+    /// Throws a typed error unless `rc` is one of SQLite's success codes (OK, ROW, DONE).
+    func check(_ rc: Int32, _ operation: @autoclosure () -> String) throws(RelayError) {
+        guard rc != SQLITE_OK, rc != SQLITE_ROW, rc != SQLITE_DONE else { return }
+        throw Self.error(rc, operation(), String(cString: sqlite3_errmsg(handle)))
+    }
+
+    /// Runs SQL that returns no rows (may contain several statements).
+    func execute(_ sql: String) throws(RelayError) {
+        try check(sqlite3_exec(handle, sql, nil, nil, nil), sql)
+    }
+
+    /// Runs `body` with the cached prepared statement for `sql`, reset and unbound afterwards.
+    func withStatement<T>(
+        _ sql: String,
+        _ body: (inout SQLiteStatement) throws(RelayError) -> T
+    ) throws(RelayError) -> T {
+        let raw: OpaquePointer
+        if let cached = statements[sql] {
+            raw = cached
+        } else {
+            var prepared: OpaquePointer?
+            try check(sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil), sql)
+            guard let prepared else { throw RelayError(.internalError, "empty SQL statement: \(sql)") }
+            statements[sql] = prepared
+            raw = prepared
+        }
+        var statement = SQLiteStatement(raw: raw, connection: self, sql: sql)
+        defer {
+            sqlite3_reset(raw)
+            sqlite3_clear_bindings(raw)
+        }
+        return try body(&statement)
+    }
+
+    /// Runs `body` inside `BEGIN IMMEDIATE` … `COMMIT`, rolling back when it throws.
+    func transaction<T>(_ body: () throws(RelayError) -> T) throws(RelayError) -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            if sqlite3_get_autocommit(handle) == 0 { _ = sqlite3_exec(handle, "ROLLBACK", nil, nil, nil) }
+            throw error
+        }
+    }
+
+    /// The number of rows changed by the last INSERT, UPDATE or DELETE.
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
+    static func error(_ rc: Int32, _ operation: String, _ sqliteMessage: String) -> RelayError {
+        let primary = rc & 0xff
+        let advice: String
+        switch primary {
+        case SQLITE_FULL: advice = "the disk is full: free space; the relay retries and has accepted nothing it lost"
+        case SQLITE_BUSY, SQLITE_LOCKED:
+            advice = "another process holds the database locked: run one relay per SQLite file (PostgreSQL for several)"
+        case SQLITE_NOTADB, SQLITE_CORRUPT: advice = "the file is not a readable SQLite database: move it aside"
+        case SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_PERM: advice = "check the path and its permissions"
+        default: advice = "check the database file's disk and permissions"
+        }
+        return RelayError(
+            .storageUnavailable,
+            "SQLite failed during '\(operation.prefix(80))': \(sqliteMessage) (code \(rc)); \(advice)",
+            retryAfterSeconds: 1
+        )
+    }
+}
+
+/// A prepared statement borrowed from ``SQLiteConnection`` for one execution.
+///
+/// Binding indexes are 1-based and column indexes 0-based, as in the C API.
+struct SQLiteStatement {
+    let raw: OpaquePointer
+    unowned let connection: SQLiteConnection
+    let sql: String
+
+    /// SQLite's `SQLITE_TRANSIENT`: SQLite copies the bound bytes before the call returns.
+    private static var transient: sqlite3_destructor_type { unsafeBitCast(-1, to: sqlite3_destructor_type.self) }
+
+    mutating func bind(_ value: Int64, at index: Int32) throws(RelayError) {
+        try connection.check(sqlite3_bind_int64(raw, index, value), "bind \(index) of \(sql)")
+    }
+
+    mutating func bind(_ value: Int64?, at index: Int32) throws(RelayError) {
+        if let value { try bind(value, at: index) } else { try bindNull(at: index) }
+    }
+
+    mutating func bind(_ value: String, at index: Int32) throws(RelayError) {
+        try connection.check(sqlite3_bind_text(raw, index, value, -1, Self.transient), "bind \(index) of \(sql)")
+    }
+
+    mutating func bind(_ value: String?, at index: Int32) throws(RelayError) {
+        if let value { try bind(value, at: index) } else { try bindNull(at: index) }
+    }
+
+    mutating func bindNull(at index: Int32) throws(RelayError) {
+        try connection.check(sqlite3_bind_null(raw, index), "bind \(index) of \(sql)")
+    }
+
+    mutating func bind(_ bytes: [UInt8], at index: Int32) throws(RelayError) {
+        let rc = bytes.withUnsafeBytes { buffer in
+            // A zero-length blob needs a non-nil pointer or SQLite stores NULL.
+            sqlite3_bind_blob(
+                raw,
+                index,
+                buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1),
+                Int32(buffer.count),
+                Self.transient
+            )
+        }
+        try connection.check(rc, "bind \(index) of \(sql)")
+    }
+
+    /// Steps once; returns true when a row is available, false when the statement is done.
+    mutating func step() throws(RelayError) -> Bool {
+        let rc = sqlite3_step(raw)
+        try connection.check(rc, sql)
+        return rc == SQLITE_ROW
+    }
+
+    /// Steps a statement that returns no rows to completion.
+    mutating func run() throws(RelayError) {
+        while try step() {}
+    }
+
+    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(raw, column) }
+
+    func optionalInt64(_ column: Int32) -> Int64? { isNull(column) ? nil : int64(column) }
+
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(raw, column) == SQLITE_NULL }
+
+    func text(_ column: Int32) -> String {
+        guard let pointer = sqlite3_column_text(raw, column) else { return "" }
+        let count = Int(sqlite3_column_bytes(raw, column))
+        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+    }
+
+    func optionalText(_ column: Int32) -> String? { isNull(column) ? nil : text(column) }
+
+    func blob(_ column: Int32) -> [UInt8] {
+        guard let pointer = sqlite3_column_blob(raw, column) else { return [] }
+        let count = Int(sqlite3_column_bytes(raw, column))
+        return Array(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+}

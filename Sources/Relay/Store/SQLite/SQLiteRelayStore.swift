@@ -1,0 +1,565 @@
+import Foundation
+import Synchronization
+
+/// The embedded store: one SQLite file, WAL mode, `synchronous=FULL`, one connection per process.
+///
+/// A commit is on disk before any method returns, so the API's 202 follows a durable commit. Every method runs
+/// its statements under one lock, in one transaction when it writes.
+public final class SQLiteRelayStore: RelayStore {
+    private let connection: Mutex<SQLiteConnection?>
+    /// The database file.
+    public let path: String
+
+    /// Opens (creating if needed) the database at `path` and takes SQLite's exclusive lock on it, so a second
+    /// relay process on the same file fails at start instead of fighting over the queue.
+    ///
+    /// - Throws: `storage-unavailable` with SQLite's reason.
+    public init(path: String) throws(RelayError) {
+        let connection = try SQLiteConnection(path: path)
+        try connection.execute("PRAGMA busy_timeout=2000")
+        try connection.execute("PRAGMA journal_mode=WAL")
+        try connection.execute("PRAGMA synchronous=FULL")
+        try connection.execute("PRAGMA locking_mode=EXCLUSIVE")
+        // The exclusive lock is taken by the first write; take it now.
+        try connection.execute("BEGIN IMMEDIATE; COMMIT")
+        self.path = path
+        self.connection = Mutex(connection)
+    }
+
+    private func withConnection<T: Sendable>(
+        _ body: (SQLiteConnection) throws(RelayError) -> T
+    ) throws(RelayError) -> T {
+        let result: Result<T, RelayError> = self.connection.withLock { connection in
+            guard let connection else {
+                return .failure(RelayError(.storageUnavailable, "the store is closed"))
+            }
+            do throws(RelayError) {
+                return .success(try body(connection))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    public func migrate() async throws(RelayError) {
+        try self.withConnection { db throws(RelayError) in
+            try db.transaction { () throws(RelayError) in
+                for statement in SQLiteSchema.statements { try db.execute(statement) }
+            }
+        }
+    }
+
+    public func ping() async throws(RelayError) {
+        try self.withConnection { db throws(RelayError) in
+            try db.withStatement("SELECT 1") { s throws(RelayError) in _ = try s.step() }
+        }
+    }
+
+    public func list(userID: String) async throws(RelayError) -> StoredList? {
+        try self.withConnection { db throws(RelayError) in try Self.list(db, userID) }
+    }
+
+    private static func list(_ db: SQLiteConnection, _ userID: String) throws(RelayError) -> StoredList? {
+        try db.withStatement(
+            "SELECT user_signing_key, list_version, list_digest, list_json FROM lists WHERE user_id = ?1"
+        ) { s throws(RelayError) in
+            try s.bind(userID, at: 1)
+            guard try s.step() else { return nil }
+            return StoredList(
+                userID: userID,
+                userSigningKey: s.blob(0),
+                listVersion: UInt64(s.int64(1)),
+                digest: s.blob(2),
+                json: s.blob(3)
+            )
+        }
+    }
+
+    public func publish(_ list: NewList, nowMs: Int64) async throws(RelayError) -> Bool {
+        try self.withConnection { db throws(RelayError) in
+            try db.transaction { () throws(RelayError) -> Bool in
+                if let stored = try Self.list(db, list.userID) {
+                    guard try StorePolicy.admit(list, over: stored) else { return false }
+                }
+                try db.withStatement(
+                    """
+                    INSERT INTO lists (user_id, user_signing_key, list_version, list_digest, list_json, updated_at_ms)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                    ON CONFLICT (user_id) DO UPDATE SET user_signing_key = excluded.user_signing_key,
+                      list_version = excluded.list_version, list_digest = excluded.list_digest,
+                      list_json = excluded.list_json, updated_at_ms = excluded.updated_at_ms
+                    """
+                ) { s throws(RelayError) in
+                    try s.bind(list.userID, at: 1)
+                    try s.bind(list.userSigningKey, at: 2)
+                    try s.bind(Int64(list.listVersion), at: 3)
+                    try s.bind(list.digest, at: 4)
+                    try s.bind(list.json, at: 5)
+                    try s.bind(nowMs, at: 6)
+                    try s.run()
+                }
+                let existing = try Self.devices(db, list.userID)
+                let kept = Set(list.devices.map(\.deviceID))
+                for device in existing where !kept.contains(device.deviceID) {
+                    try Self.removeDevice(db, list.userID, device.deviceID, nowMs: nowMs)
+                }
+                for (position, device) in list.devices.enumerated() {
+                    let previous = existing.first { $0.deviceID == device.deviceID }
+                    if let previous, previous.signingKey != device.signingKey {
+                        // A new device under an old name: the old one's address and queue are not its own.
+                        try Self.removeDevice(db, list.userID, device.deviceID, nowMs: nowMs)
+                    }
+                    try db.withStatement(
+                        """
+                        INSERT INTO devices (user_id, device_id, position, signing_key) VALUES (?1, ?2, ?3, ?4)
+                        ON CONFLICT (user_id, device_id) DO UPDATE SET position = excluded.position
+                        """
+                    ) { s throws(RelayError) in
+                        try s.bind(list.userID, at: 1)
+                        try s.bind(device.deviceID, at: 2)
+                        try s.bind(Int64(position), at: 3)
+                        try s.bind(device.signingKey, at: 4)
+                        try s.run()
+                    }
+                }
+                return true
+            }
+        }
+    }
+
+    private static func removeDevice(
+        _ db: SQLiteConnection,
+        _ userID: String,
+        _ deviceID: String,
+        nowMs: Int64
+    )
+        throws(RelayError)
+    {
+        try db.withStatement("DELETE FROM devices WHERE user_id = ?1 AND device_id = ?2") { s throws(RelayError) in
+            try s.bind(userID, at: 1)
+            try s.bind(deviceID, at: 2)
+            try s.run()
+        }
+        try db.withStatement(
+            """
+            UPDATE pushes SET state = 'removed', body = NULL, completed_at_ms = ?3, lease_owner = NULL,
+              lease_expires_at_ms = NULL
+            WHERE user_id = ?1 AND device_id = ?2 AND state IN ('queued', 'leased')
+            """
+        ) { s throws(RelayError) in
+            try s.bind(userID, at: 1)
+            try s.bind(deviceID, at: 2)
+            try s.bind(nowMs, at: 3)
+            try s.run()
+        }
+    }
+
+    public func devices(userID: String) async throws(RelayError) -> [StoredDevice] {
+        try self.withConnection { db throws(RelayError) in try Self.devices(db, userID) }
+    }
+
+    private static func devices(_ db: SQLiteConnection, _ userID: String) throws(RelayError) -> [StoredDevice] {
+        try db.withStatement(
+            """
+            SELECT device_id, signing_key, device_token, topic, environment, unregistered_at_ms
+            FROM devices WHERE user_id = ?1 ORDER BY position
+            """
+        ) { s throws(RelayError) in
+            try s.bind(userID, at: 1)
+            var devices: [StoredDevice] = []
+            while try s.step() {
+                var address: PushAddress?
+                if let token = s.optionalText(2), let topic = s.optionalText(3), let environment = s.optionalText(4) {
+                    address = PushAddress(deviceToken: token, topic: topic, environment: environment)
+                }
+                devices.append(
+                    StoredDevice(
+                        deviceID: s.text(0),
+                        signingKey: s.blob(1),
+                        address: address,
+                        unregisteredAtMs: s.optionalInt64(5)
+                    )
+                )
+            }
+            return devices
+        }
+    }
+
+    public func consumeNonce(_ nonce: [UInt8], expiresAtMs: Int64, nowMs: Int64) async throws(RelayError) -> Bool {
+        try self.withConnection { db throws(RelayError) in
+            try db.transaction { () throws(RelayError) -> Bool in
+                try db.withStatement("DELETE FROM auth_nonces WHERE expires_at_ms <= ?1") { s throws(RelayError) in
+                    try s.bind(nowMs, at: 1)
+                    try s.run()
+                }
+                return try db.withStatement(
+                    "INSERT INTO auth_nonces (nonce, expires_at_ms) VALUES (?1, ?2) ON CONFLICT DO NOTHING"
+                ) { s throws(RelayError) -> Bool in
+                    try s.bind(nonce, at: 1)
+                    try s.bind(expiresAtMs, at: 2)
+                    try s.run()
+                    return db.changes == 1
+                }
+            }
+        }
+    }
+
+    public func registerPush(
+        userID: String,
+        deviceID: String,
+        address: PushAddress,
+        nowMs: Int64
+    )
+        async throws(RelayError)
+    {
+        try self.withConnection { db throws(RelayError) in
+            try db.transaction { () throws(RelayError) in
+                try db.withStatement(
+                    """
+                    UPDATE devices SET device_token = ?3, topic = ?4, environment = ?5, registered_at_ms = ?6,
+                      unregistered_at_ms = NULL
+                    WHERE user_id = ?1 AND device_id = ?2
+                    """
+                ) { s throws(RelayError) in
+                    try s.bind(userID, at: 1)
+                    try s.bind(deviceID, at: 2)
+                    try s.bind(address.deviceToken, at: 3)
+                    try s.bind(address.topic, at: 4)
+                    try s.bind(address.environment, at: 5)
+                    try s.bind(nowMs, at: 6)
+                    try s.run()
+                }
+                guard db.changes == 1 else {
+                    throw RelayError(.unknownDevice, "device \"\(deviceID)\" is not in the user's stored list")
+                }
+            }
+        }
+    }
+
+    public func replaceDeliveryTokens(userID: String, hashes: [[UInt8]], nowMs: Int64) async throws(RelayError) {
+        try self.withConnection { db throws(RelayError) in
+            try db.transaction { () throws(RelayError) in
+                try db.withStatement("DELETE FROM delivery_tokens WHERE user_id = ?1") { s throws(RelayError) in
+                    try s.bind(userID, at: 1)
+                    try s.run()
+                }
+                for hash in hashes {
+                    try db.withStatement(
+                        """
+                        INSERT INTO delivery_tokens (token_sha256, user_id, created_at_ms) VALUES (?1, ?2, ?3)
+                        ON CONFLICT (token_sha256) DO UPDATE SET user_id = excluded.user_id
+                        """
+                    ) { s throws(RelayError) in
+                        try s.bind(hash, at: 1)
+                        try s.bind(userID, at: 2)
+                        try s.bind(nowMs, at: 3)
+                        try s.run()
+                    }
+                }
+            }
+        }
+    }
+
+    public func isDeliveryToken(_ hash: [UInt8], of userID: String) async throws(RelayError) -> Bool {
+        try self.withConnection { db throws(RelayError) in
+            try db.withStatement(
+                "SELECT 1 FROM delivery_tokens WHERE token_sha256 = ?1 AND user_id = ?2"
+            ) { s throws(RelayError) -> Bool in
+                try s.bind(hash, at: 1)
+                try s.bind(userID, at: 2)
+                return try s.step()
+            }
+        }
+    }
+
+    public func enqueue(_ submit: NewSubmit, nowMs: Int64) async throws(RelayError) -> EnqueueOutcome {
+        try self.withConnection { db throws(RelayError) in
+            try db.transaction { () throws(RelayError) -> EnqueueOutcome in
+                let earlier = try db.withStatement(
+                    "SELECT request_sha256, response FROM submissions WHERE user_id = ?1 AND idempotency_key = ?2"
+                ) { s throws(RelayError) -> (digest: [UInt8], response: String)? in
+                    try s.bind(submit.userID, at: 1)
+                    try s.bind(submit.idempotencyKey, at: 2)
+                    guard try s.step() else { return nil }
+                    return (s.blob(0), s.text(1))
+                }
+                if let earlier {
+                    return try StorePolicy.replay(earlier.digest, earlier.response, for: submit)
+                }
+                for push in submit.pushes {
+                    try db.withStatement(
+                        """
+                        INSERT INTO pushes (push_id, user_id, device_id, body, state, attempts, next_attempt_at_ms,
+                          enqueued_at_ms, completions)
+                        VALUES (?1, ?2, ?3, ?4, 'queued', 0, ?5, ?5, 0)
+                        """
+                    ) { s throws(RelayError) in
+                        try s.bind(push.pushID, at: 1)
+                        try s.bind(submit.userID, at: 2)
+                        try s.bind(push.deviceID, at: 3)
+                        try s.bind(push.body, at: 4)
+                        try s.bind(nowMs, at: 5)
+                        try s.run()
+                    }
+                }
+                let outcome = StorePolicy.accepted(submit)
+                try db.withStatement(
+                    """
+                    INSERT INTO submissions (user_id, idempotency_key, request_sha256, response, created_at_ms)
+                    VALUES (?1, ?2, ?3, ?4, ?5)
+                    """
+                ) { s throws(RelayError) in
+                    try s.bind(submit.userID, at: 1)
+                    try s.bind(submit.idempotencyKey, at: 2)
+                    try s.bind(submit.requestDigest, at: 3)
+                    try s.bind(StorePolicy.encode(outcome.pushes), at: 4)
+                    try s.bind(nowMs, at: 5)
+                    try s.run()
+                }
+                return outcome
+            }
+        }
+    }
+
+    public func lease(
+        owner: String,
+        limit: Int,
+        nowMs: Int64,
+        leaseMs: Int64
+    ) async throws(RelayError)
+        -> [LeasedPush]
+    {
+        try self.withConnection { db throws(RelayError) in
+            try db.transaction { () throws(RelayError) -> [LeasedPush] in
+                var leased = try db.withStatement(
+                    """
+                    UPDATE pushes SET state = 'leased', lease_owner = ?1, lease_expires_at_ms = ?2,
+                      attempts = attempts + 1
+                    WHERE seq IN (
+                      SELECT seq FROM pushes
+                      WHERE (state = 'queued' AND next_attempt_at_ms <= ?3)
+                         OR (state = 'leased' AND lease_expires_at_ms <= ?3)
+                      ORDER BY seq LIMIT ?4)
+                    RETURNING push_id, user_id, device_id, body, attempts, enqueued_at_ms
+                    """
+                ) { s throws(RelayError) -> [LeasedPush] in
+                    try s.bind(owner, at: 1)
+                    try s.bind(nowMs + leaseMs, at: 2)
+                    try s.bind(nowMs, at: 3)
+                    try s.bind(Int64(limit), at: 4)
+                    var rows: [LeasedPush] = []
+                    while try s.step() {
+                        rows.append(
+                            LeasedPush(
+                                pushID: s.text(0),
+                                userID: s.text(1),
+                                deviceID: s.text(2),
+                                body: s.blob(3),
+                                attempts: Int(s.int64(4)),
+                                enqueuedAtMs: s.int64(5),
+                                address: nil
+                            )
+                        )
+                    }
+                    return rows
+                }
+                for index in leased.indices {
+                    leased[index].address = try db.withStatement(
+                        """
+                        SELECT device_token, topic, environment FROM devices
+                        WHERE user_id = ?1 AND device_id = ?2 AND device_token IS NOT NULL
+                          AND unregistered_at_ms IS NULL
+                        """
+                    ) { s throws(RelayError) -> PushAddress? in
+                        try s.bind(leased[index].userID, at: 1)
+                        try s.bind(leased[index].deviceID, at: 2)
+                        guard try s.step() else { return nil }
+                        return PushAddress(deviceToken: s.text(0), topic: s.text(1), environment: s.text(2))
+                    }
+                }
+                return leased.sorted { $0.enqueuedAtMs < $1.enqueuedAtMs }
+            }
+        }
+    }
+
+    public func complete(
+        _ completions: [Completion],
+        owner: String,
+        nowMs: Int64
+    ) async throws(RelayError)
+        -> [CompletionResult]
+    {
+        try self.withConnection { db throws(RelayError) in
+            try db.transaction { () throws(RelayError) -> [CompletionResult] in
+                var results: [CompletionResult] = []
+                for completion in completions {
+                    results.append(try Self.completeOne(db, completion.pushID, completion.outcome, nowMs))
+                }
+                return results
+            }
+        }
+    }
+
+    private static func completeOne(
+        _ db: SQLiteConnection,
+        _ pushID: String,
+        _ outcome: PushOutcome,
+        _ nowMs: Int64
+    )
+        throws(RelayError) -> CompletionResult
+    {
+        let state = try db.withStatement(
+            "SELECT state, user_id, device_id FROM pushes WHERE push_id = ?1"
+        ) { s throws(RelayError) -> (state: String, userID: String, deviceID: String)? in
+            try s.bind(pushID, at: 1)
+            guard try s.step() else { return nil }
+            return (s.text(0), s.text(1), s.text(2))
+        }
+        guard let state else { return .alreadyCompleted }
+        if state.state != PushState.queued.rawValue && state.state != PushState.leased.rawValue {
+            try db.withStatement("UPDATE pushes SET completions = completions + 1 WHERE push_id = ?1") {
+                s throws(RelayError) in
+                try s.bind(pushID, at: 1)
+                try s.run()
+            }
+            return .alreadyCompleted
+        }
+        let row = StorePolicy.row(for: outcome)
+        try db.withStatement(
+            """
+            UPDATE pushes SET state = ?2, next_attempt_at_ms = COALESCE(?3, next_attempt_at_ms),
+              apns_status = ?4, apns_reason = ?5, lease_owner = NULL, lease_expires_at_ms = NULL,
+              completed_at_ms = CASE WHEN ?6 = 1 THEN ?7 ELSE NULL END,
+              completions = completions + ?6,
+              body = CASE WHEN ?6 = 1 THEN NULL ELSE body END
+            WHERE push_id = ?1
+            """
+        ) { s throws(RelayError) in
+            try s.bind(pushID, at: 1)
+            try s.bind(row.state.rawValue, at: 2)
+            try s.bind(row.retryAtMs, at: 3)
+            try s.bind(row.status.map(Int64.init), at: 4)
+            try s.bind(row.reason, at: 5)
+            try s.bind(row.final ? 1 : 0, at: 6)
+            try s.bind(nowMs, at: 7)
+            try s.run()
+        }
+        if case .unregistered(let atMs, let token) = outcome {
+            try db.withStatement(
+                """
+                UPDATE devices SET unregistered_at_ms = ?4
+                WHERE user_id = ?1 AND device_id = ?2 AND device_token = ?3 AND unregistered_at_ms IS NULL
+                """
+            ) { s throws(RelayError) in
+                try s.bind(state.userID, at: 1)
+                try s.bind(state.deviceID, at: 2)
+                try s.bind(token, at: 3)
+                try s.bind(atMs, at: 4)
+                try s.run()
+            }
+        }
+        return .recorded
+    }
+
+    public func counts() async throws(RelayError) -> [PushState: Int] {
+        try self.withConnection { db throws(RelayError) in
+            try db.withStatement("SELECT state, COUNT(*) FROM pushes GROUP BY state") { s throws(RelayError) in
+                var counts: [PushState: Int] = [:]
+                while try s.step() {
+                    if let state = PushState(rawValue: s.text(0)) { counts[state] = Int(s.int64(1)) }
+                }
+                return counts
+            }
+        }
+    }
+
+    public func push(_ pushID: String) async throws(RelayError) -> PushRecord? {
+        try self.withConnection { db throws(RelayError) in
+            try db.withStatement(
+                """
+                SELECT user_id, device_id, state, attempts, completions, apns_status, apns_reason
+                FROM pushes WHERE push_id = ?1
+                """
+            ) { s throws(RelayError) -> PushRecord? in
+                try s.bind(pushID, at: 1)
+                guard try s.step() else { return nil }
+                return PushRecord(
+                    pushID: pushID,
+                    userID: s.text(0),
+                    deviceID: s.text(1),
+                    state: PushState(rawValue: s.text(2)) ?? .failed,
+                    attempts: Int(s.int64(3)),
+                    completions: Int(s.int64(4)),
+                    apnsStatus: s.optionalInt64(5).map(Int.init),
+                    apnsReason: s.optionalText(6)
+                )
+            }
+        }
+    }
+
+    public func deliveredLatenciesMs() async throws(RelayError) -> [Int64] {
+        try self.withConnection { db throws(RelayError) in
+            try db.withStatement(
+                "SELECT completed_at_ms - enqueued_at_ms FROM pushes WHERE state = 'delivered' ORDER BY 1"
+            ) { s throws(RelayError) -> [Int64] in
+                var values: [Int64] = []
+                while try s.step() { values.append(s.int64(0)) }
+                return values
+            }
+        }
+    }
+
+    public func purge(nowMs: Int64) async throws(RelayError) {
+        try self.withConnection { db throws(RelayError) in
+            try db.transaction { () throws(RelayError) in
+                try db.withStatement("DELETE FROM auth_nonces WHERE expires_at_ms <= ?1") { s throws(RelayError) in
+                    try s.bind(nowMs, at: 1)
+                    try s.run()
+                }
+                try db.withStatement("DELETE FROM submissions WHERE created_at_ms <= ?1") { s throws(RelayError) in
+                    try s.bind(nowMs - StorePolicy.idempotencyWindowMs, at: 1)
+                    try s.run()
+                }
+            }
+        }
+    }
+
+    public func close() async {
+        self.connection.withLock { $0 = nil }
+    }
+}
+
+/// The schema (docs/RELAY.md "Storage"), SQLite dialect.
+enum SQLiteSchema {
+    static let statements = [
+        """
+        CREATE TABLE IF NOT EXISTS lists (user_id TEXT PRIMARY KEY, user_signing_key BLOB NOT NULL,
+          list_version INTEGER NOT NULL, list_digest BLOB NOT NULL, list_json BLOB NOT NULL,
+          updated_at_ms INTEGER NOT NULL)
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS devices (user_id TEXT NOT NULL, device_id TEXT NOT NULL, position INTEGER NOT NULL,
+          signing_key BLOB NOT NULL, device_token TEXT, topic TEXT, environment TEXT, registered_at_ms INTEGER,
+          unregistered_at_ms INTEGER, PRIMARY KEY (user_id, device_id))
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS delivery_tokens (token_sha256 BLOB PRIMARY KEY, user_id TEXT NOT NULL,
+          created_at_ms INTEGER NOT NULL)
+        """,
+        "CREATE TABLE IF NOT EXISTS auth_nonces (nonce BLOB PRIMARY KEY, expires_at_ms INTEGER NOT NULL)",
+        """
+        CREATE TABLE IF NOT EXISTS submissions (user_id TEXT NOT NULL, idempotency_key TEXT NOT NULL,
+          request_sha256 BLOB NOT NULL, response TEXT NOT NULL, created_at_ms INTEGER NOT NULL,
+          PRIMARY KEY (user_id, idempotency_key))
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS pushes (seq INTEGER PRIMARY KEY AUTOINCREMENT, push_id TEXT NOT NULL UNIQUE,
+          user_id TEXT NOT NULL, device_id TEXT NOT NULL, body BLOB, state TEXT NOT NULL,
+          attempts INTEGER NOT NULL, next_attempt_at_ms INTEGER NOT NULL, lease_owner TEXT,
+          lease_expires_at_ms INTEGER, enqueued_at_ms INTEGER NOT NULL, completed_at_ms INTEGER,
+          apns_status INTEGER, apns_reason TEXT, completions INTEGER NOT NULL)
+        """,
+        "CREATE INDEX IF NOT EXISTS pushes_due ON pushes (state, next_attempt_at_ms)",
+    ]
+}

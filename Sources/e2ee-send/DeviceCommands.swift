@@ -1,0 +1,243 @@
+import ArgumentParser
+import E2EECore
+import Foundation
+import Sender
+
+/// `e2ee-send device …`: a user's devices (docs/PROTOCOL.md §11).
+struct Device: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Sign a user's devices in and out of the device list, and show it.",
+        discussion: """
+            A new device runs `device request`; the device holding the user key (made by keygen) runs \
+            `device add --request FILE` and publishes the list it writes. `device remove` takes a lost device out: \
+            from the next send on, it gets nothing.
+            """,
+        subcommands: [DeviceRequestCommand.self, DeviceAdd.self, DeviceRemove.self, DeviceListCommand.self]
+    )
+}
+
+struct DeviceRequestCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "request",
+        abstract: "Create a new device of an existing user: its identity (no user key) and a request to sign it in.",
+        discussion: """
+            Writes <out-dir>/<user id>.identity (secret, 0600) and <out-dir>/<user id>.<device id>.request.json \
+            (public), and prints the request path. Carry the request to the managing device and run \
+            `e2ee-send device add --request FILE` there.
+            """
+    )
+    @Option(name: .long, help: "The user id of the user this device belongs to.") var userID: String
+    @Option(name: .long, help: "This device's id (1-32 of a-z 0-9 - _ .), unique for the user.") var deviceID: String
+    @Option(name: .long, help: "The name others see.") var displayName: String?
+    @Option(name: .long, help: "This device's APNs token (hex), published when it is signed in.") var deviceToken:
+        String?
+    @OptionGroup var topic: CardTopicOption
+    @Option(name: .long, help: "Where to write the identity and the request.") var outDir: String
+    @Option(name: .long, help: "Lock the identity with the passphrase in this file.") var passphraseFile: String?
+    @Flag(name: .long, help: "Overwrite an existing identity.") var force = false
+
+    func run() async throws {
+        try await runCLI {
+            let identityPath = self.outDir + "/" + self.userID + ".identity"
+            if !self.force && FileManager.default.fileExists(atPath: identityPath) {
+                throw SenderError(.usage, "\(identityPath) exists; pass --force to replace it (the old keys are lost)")
+            }
+            let push = try self.topic.push(token: self.deviceToken)
+            let passphrase = try IdentityOptions(identity: nil, passphraseFile: self.passphraseFile).passphrase()
+            let now = PushBuilder.systemNowMs()
+            let identity = try Identity.generate(
+                userID: self.userID,
+                displayName: self.displayName ?? self.userID,
+                deviceID: self.deviceID,
+                withUserKey: false,
+                nowMs: now
+            )
+            let request = try DeviceRequest.make(for: identity, push: push, nowMs: now)
+            try FileManager.default.createDirectory(atPath: self.outDir, withIntermediateDirectories: true)
+            try identity.save(path: identityPath, passphrase: passphrase)
+            let requestPath = self.outDir + "/\(self.userID).\(self.deviceID).request.json"
+            try SecretFile.writePublic(path: requestPath, bytes: request.jsonData())
+            note(
+                "wrote \(identityPath) (secret, mode 0600) and \(requestPath) (public): sign it in on the managing "
+                    + "device with e2ee-send device add --request \(requestPath)"
+            )
+            try printLine(requestPath)
+        }
+    }
+}
+
+/// The managing device's identity and the user's current list, shared by `device add` and `device remove`.
+struct ManagedListOptions: ParsableArguments {
+    @OptionGroup var identity: IdentityOptions
+    @Option(name: .long, help: "The user's current device list (written back unless --card-out).") var card: String
+    @Option(name: .long, help: "Write the new list here instead of back to --card.") var cardOut: String?
+
+    /// Loads both, changes the list, writes it and prints it.
+    func update(
+        _ change: (Identity, DeviceList, UInt64) throws(SenderError) -> DeviceList
+    ) throws(SenderError)
+        -> DeviceList
+    {
+        let id = try self.identity.load()
+        let list = try loadOwnList(self.card)
+        let next = try change(id, list, PushBuilder.systemNowMs())
+        try writeAndPrint(next, to: self.cardOut ?? self.card)
+        return next
+    }
+}
+
+struct DeviceAdd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add",
+        abstract: "Sign a device in (or take an existing device's new keys), on the device holding the user key."
+    )
+    @OptionGroup var managed: ManagedListOptions
+    @Option(name: .long, help: "The device request file (from device request, or rotate on that device).")
+    var request: String
+
+    func run() async throws {
+        try await runCLI {
+            let request = try Self.loadRequest(self.request)
+            let next = try self.managed.update { id, list, now throws(SenderError) in
+                try DeviceManagement.add(request, to: list, signer: id, nowMs: now)
+            }
+            note(
+                "signed in \(next.userID)/\(request.deviceID) (list version \(next.listVersion)); wrote "
+                    + "\(self.managed.cardOut ?? self.managed.card): publish it"
+            )
+        }
+    }
+
+    static func loadRequest(_ path: String) throws(SenderError) -> DeviceRequest {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw SenderError(.unknownRecipient, "cannot read the device request \(path): check the path")
+        }
+        do {
+            return try DeviceRequest.parse(Array(data))
+        } catch {
+            throw SenderError(.badRequest, "refused the device request \(path): \(error.message)")
+        }
+    }
+}
+
+struct DeviceRemove: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "remove",
+        abstract: "Sign a device out (a lost phone): from the next send on, it gets nothing."
+    )
+    @OptionGroup var managed: ManagedListOptions
+    @Option(name: .long, help: "The device to remove.") var deviceID: String
+
+    func run() async throws {
+        try await runCLI {
+            let next = try self.managed.update { id, list, now throws(SenderError) in
+                try DeviceManagement.remove(deviceID: self.deviceID, from: list, signer: id, nowMs: now)
+            }
+            note(
+                "removed \(next.userID)/\(self.deviceID) (list version \(next.listVersion)); wrote "
+                    + "\(self.managed.cardOut ?? self.managed.card): publish it"
+            )
+        }
+    }
+}
+
+struct DeviceListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list",
+        abstract: "Show a device list: user, fingerprint, version, and each device.",
+        aliases: ["ls"]
+    )
+    @Option(name: .long, help: "The device list (a card file).") var card: String
+
+    func run() async throws {
+        try await runCLI {
+            let list = try loadOwnList(self.card)
+            for line in DeviceManagement.describe(list) { try printLine(line) }
+        }
+    }
+}
+
+/// `e2ee-send contact …`: the sender's trust in a contact's user key (docs/PROTOCOL.md §11.5).
+struct Contact: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show a contact's fingerprint and pin, or accept a changed user key.",
+        subcommands: [ContactAccept.self, ContactShow.self]
+    )
+}
+
+/// The pins file of `contact …`: `--pins`, `$E2EE_PINS_FILE`, or next to `--identity`.
+struct ContactPinsOptions: ParsableArguments {
+    @Option(name: .long, help: "The contact's device list (a card file).") var card: String
+    @OptionGroup var pins: PinsOptions
+    @Option(name: .long, help: "Your identity file; the default pins file is pins.json next to it.") var identity:
+        String?
+
+    func trust() throws(SenderError) -> ContactTrust {
+        let identity = self.identity ?? ProcessInfo.processInfo.environment["E2EE_IDENTITY_FILE"]
+        return try ContactTrust(
+            directory: ContactDirectory(folder: nil),
+            pinsPath: self.pins.path(identityPath: identity)
+        )
+    }
+
+    func list() throws(SenderError) -> DeviceList {
+        try ContactDirectory(folder: nil).card(for: self.card)
+    }
+}
+
+struct ContactAccept: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "accept",
+        abstract: "Trust a contact's new user key after comparing its fingerprint with them.",
+        discussion: """
+            Use it after a send was refused with signing-key-changed (exit 76), once you compared the new \
+            fingerprint with the contact in person or on a call you trust. Prints the old and new fingerprints.
+            """
+    )
+    @OptionGroup var options: ContactPinsOptions
+
+    func run() async throws {
+        try await runCLI {
+            var trust = try self.options.trust()
+            let list = try self.options.list()
+            let previous = try trust.accept(list)
+            let new = list.fingerprint
+            switch previous {
+            case nil:
+                note("pinned \(list.userID): fingerprint \(new) (not pinned before)")
+            case let old? where old == new:
+                note(
+                    "\(list.userID)'s user key is unchanged: fingerprint \(new); pinned list version \(list.listVersion)"
+                )
+            case let old?:
+                note("accepted \(list.userID)'s new user key: old fingerprint \(old), new fingerprint \(new)")
+            }
+            try printLine("\(list.userID) \(new)")
+        }
+    }
+}
+
+struct ContactShow: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "Print a contact's fingerprint and whether it matches your pin (nothing is changed)."
+    )
+    @OptionGroup var options: ContactPinsOptions
+
+    func run() async throws {
+        try await runCLI {
+            let trust = try self.options.trust()
+            let list = try self.options.list()
+            try printLine("user \(list.userID)")
+            try printLine("fingerprint \(list.fingerprint)")
+            try printLine("list version \(list.listVersion), issued \(DeviceManagement.utc(list.issuedAtMs))")
+            guard let pin = trust.pins.pins[list.userID] else {
+                try printLine("pin: none (the first send pins this key)")
+                return
+            }
+            let pinned = DeviceList.fingerprint(userID: list.userID, userSigningKey: pin.userSigningKey)
+            let state = pinned == list.fingerprint ? "matches" : "DIFFERS: pinned \(pinned)"
+            try printLine("pin: \(state), pinned version \(pin.listVersion)")
+        }
+    }
+}

@@ -1,0 +1,238 @@
+import Foundation
+import Logging
+import Testing
+
+@testable import Relay
+
+/// The environment variable that names a PostgreSQL server for the PostgreSQL tests (scripts/with-postgres.sh sets
+/// it). Without it those tests are skipped, and say so.
+enum PostgresTestServer {
+    static let variable = "E2EE_RELAY_POSTGRES_URL"
+    static var url: String? { ProcessInfo.processInfo.environment[variable].flatMap { $0.isEmpty ? nil : $0 } }
+    static var skipNote: Comment {
+        "\(variable) is not set; run ./scripts/with-postgres.sh swift test --filter RelayTests"
+    }
+
+    /// A fresh database on the test server, and its URL.
+    static func freshDatabaseURL() async throws -> String {
+        let base = try #require(Self.url)
+        let name = "relay_\(UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))"
+        try await PostgresRelayStore.createDatabase(name, url: base, logger: Logger(label: "pg-admin"))
+        var components = try #require(URLComponents(string: base))
+        components.path = "/\(name)"
+        return try #require(components.string)
+    }
+}
+
+/// One store behaviour contract, run against the embedded store and (when a server is given) PostgreSQL.
+@Suite("Relay store contract: SQLite and PostgreSQL behave the same")
+struct RelayStoreContractTests {
+    @Test("SQLite: lists, devices, nonces, tokens, idempotent enqueue, leases and completions")
+    func sqlite() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let store = try SQLiteRelayStore(path: folder.file("relay.sqlite"))
+        try await store.migrate()
+        try await Self.contract(store)
+        await store.close()
+    }
+
+    @Test(
+        "PostgreSQL: lists, devices, nonces, tokens, idempotent enqueue, leases and completions",
+        .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)
+    )
+    func postgres() async throws {
+        let store = try await PostgresRelayStore.connect(
+            url: try await PostgresTestServer.freshDatabaseURL(),
+            logger: Logger(label: "pg")
+        )
+        try await store.migrate()
+        try await store.migrate()  // idempotent
+        try await Self.contract(store)
+        await store.close()
+    }
+
+    @Test(
+        "PostgreSQL: three concurrent leasers never lease one push twice (FOR UPDATE SKIP LOCKED)",
+        .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)
+    )
+    func postgresSkipLocked() async throws {
+        let url = try await PostgresTestServer.freshDatabaseURL()
+        let stores = [
+            try await PostgresRelayStore.connect(url: url, logger: Logger(label: "pg")),
+            try await PostgresRelayStore.connect(url: url, logger: Logger(label: "pg")),
+            try await PostgresRelayStore.connect(url: url, logger: Logger(label: "pg")),
+        ]
+        try await stores[0].migrate()
+        try await Self.seed(stores[0], pushes: 300)
+        let leased = try await withThrowingTaskGroup(of: [String].self) { group in
+            for (index, store) in stores.enumerated() {
+                group.addTask {
+                    var mine: [String] = []
+                    while true {
+                        let batch = try await store.lease(owner: "i\(index)", limit: 7, nowMs: 1000, leaseMs: 60_000)
+                        if batch.isEmpty { return mine }
+                        mine += batch.map(\.pushID)
+                    }
+                }
+            }
+            var all: [[String]] = []
+            for try await ids in group { all.append(ids) }
+            return all
+        }
+        let flat = leased.flatMap { $0 }
+        #expect(flat.count == 300)
+        #expect(Set(flat).count == 300)
+        #expect(leased.filter { !$0.isEmpty }.count >= 2, "the three instances shared the queue")
+        for store in stores { await store.close() }
+    }
+
+    /// A user "u" with devices "a" and "b" (active addresses) and `pushes` queued pushes alternating between them.
+    static func seed(_ store: any RelayStore, pushes: Int) async throws {
+        _ = try await store.publish(Self.list(version: 1, devices: ["a", "b"]), nowMs: 0)
+        for device in ["a", "b"] {
+            try await store.registerPush(userID: "u", deviceID: device, address: TestUser.address(device), nowMs: 0)
+        }
+        var remaining = pushes
+        var index = 0
+        while remaining > 0 {
+            let count = min(remaining, 16)
+            let submit = NewSubmit(
+                userID: "u",
+                idempotencyKey: "seed-\(index)",
+                requestDigest: [UInt8(truncatingIfNeeded: index)],
+                pushes: (0..<count).map { i in (i % 2 == 0 ? "a" : "b", UUID().uuidString.lowercased(), [1, 2, 3]) }
+            )
+            _ = try await store.enqueue(submit, nowMs: 0)
+            remaining -= count
+            index += 1
+        }
+    }
+
+    static func list(version: UInt64, devices: [String], key: UInt8 = 7, digest: UInt8? = nil) -> NewList {
+        NewList(
+            userID: "u",
+            userSigningKey: [UInt8](repeating: key, count: 32),
+            listVersion: version,
+            digest: [digest ?? UInt8(version)],
+            json: Array("{\"v\":\(version)}".utf8),
+            devices: devices.map { ($0, [UInt8](repeating: UInt8($0.utf8.first!), count: 32)) }
+        )
+    }
+
+    static func contract(_ store: any RelayStore) async throws {
+        try await store.ping()
+        // Lists: first use, identical retry, newer, rollback, reuse, another key.
+        #expect(try await store.list(userID: "u") == nil)
+        #expect(try await store.publish(Self.list(version: 1, devices: ["a", "b"]), nowMs: 1))
+        #expect(try await store.publish(Self.list(version: 1, devices: ["a", "b"]), nowMs: 2) == false)
+        #expect(try await store.publish(Self.list(version: 2, devices: ["a", "b", "c"]), nowMs: 3))
+        await #expect(throws: RelayError(.listRollback, "")) {
+            _ = try await store.publish(Self.list(version: 1, devices: ["a"]), nowMs: 4)
+        }
+        await #expect(throws: RelayError(.listVersionReused, "")) {
+            _ = try await store.publish(Self.list(version: 2, devices: ["a"], digest: 99), nowMs: 4)
+        }
+        await #expect(throws: RelayError(.signingKeyChanged, "")) {
+            _ = try await store.publish(Self.list(version: 9, devices: ["a"], key: 8), nowMs: 4)
+        }
+        let stored = try #require(try await store.list(userID: "u"))
+        #expect(stored.listVersion == 2)
+        #expect(stored.json == Array("{\"v\":2}".utf8))
+        #expect(try await store.devices(userID: "u").map(\.deviceID) == ["a", "b", "c"])
+
+        // Addresses.
+        try await store.registerPush(userID: "u", deviceID: "a", address: TestUser.address("a"), nowMs: 5)
+        try await store.registerPush(userID: "u", deviceID: "b", address: TestUser.address("b"), nowMs: 5)
+        await #expect(throws: RelayError(.unknownDevice, "")) {
+            try await store.registerPush(userID: "u", deviceID: "zz", address: TestUser.address("zz"), nowMs: 5)
+        }
+        #expect(try await store.devices(userID: "u").map(\.pushState) == [.active, .active, .none])
+
+        // Nonces: once each, again after expiry.
+        #expect(try await store.consumeNonce([1, 2], expiresAtMs: 100, nowMs: 10))
+        #expect(try await store.consumeNonce([1, 2], expiresAtMs: 100, nowMs: 20) == false)
+        #expect(try await store.consumeNonce([1, 2], expiresAtMs: 300, nowMs: 200))
+
+        // Tokens.
+        try await store.replaceDeliveryTokens(userID: "u", hashes: [[9], [8]], nowMs: 5)
+        #expect(try await store.isDeliveryToken([9], of: "u"))
+        #expect(try await store.isDeliveryToken([9], of: "v") == false)
+        try await store.replaceDeliveryTokens(userID: "u", hashes: [[8]], nowMs: 6)
+        #expect(try await store.isDeliveryToken([9], of: "u") == false)
+
+        // Enqueue: once per key; same key + other pushes refused.
+        let submit = NewSubmit(
+            userID: "u",
+            idempotencyKey: "k1",
+            requestDigest: [1],
+            pushes: [("a", "p-1", [1]), ("b", "p-2", [2])]
+        )
+        let first = try await store.enqueue(submit, nowMs: 1000)
+        #expect(first.duplicate == false)
+        #expect(first.pushes.map(\.pushID) == ["p-1", "p-2"])
+        var retry = submit
+        retry.pushes = [("a", "p-3", [1]), ("b", "p-4", [2])]
+        let again = try await store.enqueue(retry, nowMs: 1001)
+        #expect(again.duplicate)
+        #expect(again.pushes.map(\.pushID) == ["p-1", "p-2"])
+        var other = retry
+        other.requestDigest = [2]
+        await #expect(throws: RelayError(.idempotencyKeyReused, "")) { _ = try await store.enqueue(other, nowMs: 1002) }
+        #expect(try await store.counts() == [.queued: 2])
+
+        // Lease, not due yet, complete, retry, duplicate completion, 410.
+        #expect(try await store.lease(owner: "x", limit: 10, nowMs: 999, leaseMs: 100).isEmpty)
+        let leased = try await store.lease(owner: "x", limit: 10, nowMs: 1000, leaseMs: 100)
+        #expect(leased.map(\.pushID) == ["p-1", "p-2"])
+        #expect(leased.map(\.body) == [[1], [2]])
+        #expect(leased.map(\.attempts) == [1, 1])
+        #expect(leased[0].address == TestUser.address("a"))
+        #expect(try await store.counts() == [.leased: 2])
+        #expect(try await store.lease(owner: "y", limit: 10, nowMs: 1099, leaseMs: 100).isEmpty)
+        #expect(
+            try await store.complete(
+                "p-1",
+                owner: "x",
+                outcome: .retry(retryAtMs: 5000, status: 503, reason: "x"),
+                nowMs: 1050
+            )
+                == .recorded
+        )
+        #expect(
+            try await store.complete(
+                "p-2",
+                owner: "x",
+                outcome: .unregistered(atMs: 777, deviceToken: TestUser.address("b").deviceToken),
+                nowMs: 1050
+            ) == .recorded
+        )
+        #expect(try await store.devices(userID: "u").map(\.unregisteredAtMs) == [nil, 777, nil])
+        #expect(try await store.push("p-2")?.state == .unregistered)
+        #expect(try await store.lease(owner: "y", limit: 10, nowMs: 4999, leaseMs: 100).isEmpty)
+        let retried = try await store.lease(owner: "y", limit: 10, nowMs: 5000, leaseMs: 100)
+        #expect(retried.map(\.pushID) == ["p-1"])
+        #expect(retried.first?.attempts == 2)
+        #expect(try await store.complete("p-1", owner: "y", outcome: .delivered(status: 200), nowMs: 5001) == .recorded)
+        #expect(
+            try await store.complete("p-1", owner: "x", outcome: .delivered(status: 200), nowMs: 5002)
+                == .alreadyCompleted
+        )
+        let record = try #require(try await store.push("p-1"))
+        #expect(record.state == .delivered)
+        #expect(record.completions == 2)
+        #expect(record.apnsStatus == 200)
+        #expect(try await store.counts() == [.delivered: 1, .unregistered: 1])
+
+        // A list without "b": its address goes; a queued push of b becomes removed.
+        try await store.registerPush(userID: "u", deviceID: "b", address: TestUser.address("b2"), nowMs: 6000)
+        _ = try await store.enqueue(
+            NewSubmit(userID: "u", idempotencyKey: "k2", requestDigest: [3], pushes: [("b", "p-5", [5])]),
+            nowMs: 6000
+        )
+        #expect(try await store.publish(Self.list(version: 3, devices: ["a", "c"]), nowMs: 6001))
+        #expect(try await store.push("p-5")?.state == .removed)
+        #expect(try await store.devices(userID: "u").map(\.deviceID) == ["a", "c"])
+        try await store.purge(nowMs: 10_000_000_000)
+    }
+}

@@ -1,0 +1,128 @@
+import E2EECore
+import Foundation
+import Testing
+
+@testable import Sender
+
+/// Fan-out (docs/PROTOCOL.md §11.7): one envelope per device of the accepted list, each opening only on its device.
+@Suite("Fan-out to every device of a user")
+struct FanOutTests {
+    static let text = MessageContent.text(TextMessage(threadID: "t", title: "Hi", body: "Lunch?"))
+
+    @Test("two devices: two pushes to two tokens, one message id, each opens only with its own device's keys")
+    func twoDevices() throws {
+        let d = try Devices()
+        let builder = PushBuilder(identity: d.alice)
+        let id = MessageID.random()
+        let pushes = try builder.fanOut(Self.text, to: d.v2, messageID: id, sentAtMs: 5)
+        #expect(pushes.map(\.deviceID) == ["phone", "tablet"])
+        let built = try pushes.map { try $0.outcome.get() }
+        #expect(built.map(\.request.deviceToken) == [Devices.phoneToken, Devices.tabletToken])
+        #expect(built.allSatisfy { $0.messageID == id && $0.request.headers["apns-topic"] == Devices.topic })
+        #expect(built.map(\.deviceID) == ["phone", "tablet"])
+        let senders = [try d.alice.card()]
+        let onPhone = try Devices.open(built[0].request, with: d.phone, senders: senders)
+        let onTablet = try Devices.open(built[1].request, with: d.tablet, senders: senders)
+        #expect(onPhone.message.messageID == id && onTablet.message.messageID == id)
+        #expect(onPhone.message.content == Self.text && onTablet.message.content == Self.text)
+        #expect(onPhone.message.senderSigningKeyID == d.alice.signingKey.publicKey.keyID)
+        #expect(throws: E2EEError.self) { try Devices.open(built[0].request, with: d.tablet, senders: senders) }
+        #expect(throws: E2EEError.self) { try Devices.open(built[1].request, with: d.phone, senders: senders) }
+    }
+
+    @Test("a removed device gets nothing from the next send")
+    func removedDevice() throws {
+        let d = try Devices()
+        let v3 = try DeviceManagement.remove(deviceID: "tablet", from: d.v2, signer: d.phone, nowMs: 60)
+        #expect(v3.listVersion == 3)
+        let pushes = try PushBuilder(identity: d.alice).fanOut(Self.text, to: v3)
+        #expect(pushes.map(\.deviceID) == ["phone"])
+        #expect(try pushes[0].outcome.get().request.deviceToken == Devices.phoneToken)
+    }
+
+    @Test("sending to one's own user skips one's own device; with no other device it is unknown-recipient")
+    func ownDeviceSkipped() throws {
+        let d = try Devices()
+        let fromTablet = try PushBuilder(identity: d.tablet).fanOut(Self.text, to: d.v2)
+        #expect(fromTablet.map(\.deviceID) == ["phone"])
+        let fromPhone = try PushBuilder(identity: d.phone).fanOut(Self.text, to: d.v2)
+        #expect(fromPhone.map(\.deviceID) == ["tablet"])
+        #expect(throws: SenderError(.unknownRecipient, "")) {
+            try PushBuilder(identity: d.phone).fanOut(Self.text, to: d.v1)
+        }
+    }
+
+    @Test("a device token with several devices is a usage error naming the rule; with one device it overrides")
+    func deviceTokenRule() throws {
+        let d = try Devices()
+        let token = String(repeating: "dd", count: 32)
+        do {
+            _ = try PushBuilder(identity: d.alice).fanOut(Self.text, to: d.v2, deviceToken: token)
+            Issue.record("a token for two devices was taken")
+        } catch {
+            #expect(error.code == .usage)
+            #expect(error.message.contains("bob has 2 (phone, tablet)"))
+        }
+        let one = try PushBuilder(identity: d.alice).fanOut(Self.text, to: d.v1, deviceToken: token)
+        #expect(try one[0].outcome.get().request.deviceToken == token)
+    }
+
+    @Test("a device without a push address gets unknown-recipient; the others are sealed")
+    func deviceWithoutPush() throws {
+        let d = try Devices()
+        let list = try d.v2.settingPush(nil, deviceID: "phone")
+        let pushes = try PushBuilder(identity: d.alice).fanOut(Self.text, to: list)
+        #expect(pushes.map(\.deviceID) == ["phone", "tablet"])
+        guard case .failure(let error) = pushes[0].outcome else {
+            Issue.record("the phone has no push address but got a push")
+            return
+        }
+        #expect(error.code == .unknownRecipient)
+        #expect(error.message.contains("bob's device \"phone\""))
+        #expect(try pushes[1].outcome.get().request.deviceToken == Devices.tabletToken)
+    }
+
+    @Test("batch: a line becomes one item per device; a refused recipient one failed item; the batch goes on")
+    func batchFanOut() throws {
+        let d = try Devices()
+        var batch = BatchRequests(builder: PushBuilder(identity: d.alice), trust: try d.trust())
+        let items = batch.prepare(line: #"{"kind":"text","to":"bob","body":"hi"}"#)
+        #expect(items.count == 2)
+        var devices: [String?] = []
+        for item in items {
+            guard case .deliver(let request, _, let device) = item else {
+                Issue.record("not a push: \(item)")
+                continue
+            }
+            devices.append(device)
+            #expect(request.body.utf8.count == 2233)
+        }
+        #expect(devices == ["phone", "tablet"])
+        // bob's card is now an older list: every later line to bob is refused, alice's still go.
+        try d.publish(d.v1)
+        var later = BatchRequests(builder: PushBuilder(identity: d.tablet), trust: try d.trust())
+        let refused = later.prepare(line: #"{"kind":"text","to":"bob","body":"hi"}"#)
+        guard refused.count == 1, case .failed(let error, .none) = refused[0] else {
+            Issue.record("expected one refusal, got \(refused)")
+            return
+        }
+        #expect(error.code == .listRollback)
+        let token = later.prepare(
+            line: #"{"kind":"text","to":"alice","body":"hi","device_token":"\#(Devices.tabletToken)"}"#
+        )
+        #expect(token.count == 1)
+    }
+
+    @Test("printed request lines name the device; deliver and the filter read them as request lines")
+    func requestLineNamesDevice() throws {
+        let d = try Devices()
+        let pushes = try PushBuilder(identity: d.alice).fanOut(Self.text, to: d.v2)
+        let request = try pushes[1].outcome.get().request
+        let line = request.jsonLine(device: "tablet")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(json["device"] as? String == "tablet")
+        #expect(Set(json.keys) == ["body", "device", "device_token", "headers"])
+        #expect(try APNsRequest.parse(requestLine: line) == request)
+        #expect(request.jsonLine(device: nil) == request.jsonLine())
+    }
+}
