@@ -3,6 +3,7 @@
 // floor they compare against, and nothing in the product depends on them. Build and run in release, e.g.
 //   swift run --package-path Benchmarks -c release e2ee-bench
 //   swift run --package-path Benchmarks -c release e2ee-filter-bench 20000
+//   swift run --package-path Benchmarks -c release e2ee-relay-bench --bin .build/release
 // See docs/BENCHMARKS.md.
 import PackageDescription
 
@@ -45,6 +46,14 @@ let package = Package(
                 .product(name: "E2EECore", package: "e2ee-call-notifications"),
                 .product(name: "NotificationFilter", package: "e2ee-call-notifications"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "e2ee-relay-bench",
+            dependencies: [
+                .product(name: "E2EECore", package: "e2ee-call-notifications"),
+                .product(name: "Relay", package: "e2ee-call-notifications"),
             ],
             swiftSettings: strictSettings
         ),

@@ -15,14 +15,23 @@ struct APNsClientTransportTests {
         .timeLimit(.minutes(2))
     )
     func connectionLostMidStream() async throws {
-        try await GatewayHarness.with(faults: FaultInjection(responseDelay: .milliseconds(800))) { gateway in
+        // Every answer is held 5 s after the gateway stored the push. The test shuts the gateway down as soon as it
+        // has stored the five, so their answers are certainly lost, however slow the machine (before, it slept a
+        // fixed 200 ms against an 800 ms delay, and a loaded CI run got all five answered first).
+        try await GatewayHarness.with(faults: FaultInjection(responseDelay: .seconds(5))) { gateway in
             // A policy that would retry 5xx: a push that may have reached APNs must still not be sent twice.
             let policy = try RetryPolicy(maxAttempts: 3, initialDelay: .milliseconds(1))
             let client = try gateway.makeClient(window: 10, retryPolicy: policy)
+            // Until a first push confirms the provider token, a connection carries one stream at a time (APNs).
             #expect(await client.send(GatewayHarness.push()).status == 200)
 
             let batch = Task { await client.send((0..<5).map { _ in GatewayHarness.push() }) }
-            try await Task.sleep(for: .milliseconds(200))  // the five streams are waiting for their answers
+            // Mid-stream: the gateway has taken the five pushes (stored, answers held back).
+            let deadline = ContinuousClock.now + .seconds(60)
+            while gateway.sink.records.count < 6, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(client.connectionsOpened.http2 == 1)
             try await gateway.server.shutdown()
             let results = await batch.value
             #expect(results.count == 5)
@@ -31,10 +40,9 @@ struct APNsClientTransportTests {
                 "\(results.map { $0.localOutcome?.description ?? "status \($0.status ?? 0)" })"
             )
             #expect(results.allSatisfy { $0.attempts == 1 })
-            // The gateway may have stored the pushes whose answers were lost (that is why they are not retried):
-            // none of them twice.
+            // The gateway stored the pushes whose answers were lost (that is why they are not retried): none twice.
             let stored = gateway.sink.records.map(\.apnsID)
-            #expect(stored.count <= 6)
+            #expect(stored.count == 6)
             #expect(Set(stored).count == stored.count, "a push was delivered twice: \(stored)")
 
             // With the gateway gone, the next push fails at once as a connection error; it does not hang.
