@@ -1,6 +1,12 @@
 // This folder is the only place in Relay that touches the sqlite3 C API.
 import CSQLite
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// One SQLite connection, owned by one ``SQLiteRelayStore`` and used only under its lock.
 ///
 /// Every sqlite3 return code goes through ``check(_:_:)``, which turns it into a ``RelayError`` with code
@@ -30,7 +36,12 @@ final class SQLiteConnection {
     /// Throws a typed error unless `rc` is one of SQLite's success codes (OK, ROW, DONE).
     func check(_ rc: Int32, _ operation: @autoclosure () -> String) throws(RelayError) {
         guard rc != SQLITE_OK, rc != SQLITE_ROW, rc != SQLITE_DONE else { return }
-        throw Self.error(rc, operation(), String(cString: sqlite3_errmsg(handle)))
+        throw Self.error(
+            rc,
+            operation(),
+            String(cString: sqlite3_errmsg(handle)),
+            systemErrno: sqlite3_system_errno(handle)
+        )
     }
 
     /// Runs SQL that returns no rows (may contain several statements).
@@ -77,11 +88,29 @@ final class SQLiteConnection {
     /// The number of rows changed by the last INSERT, UPDATE or DELETE.
     var changes: Int { Int(sqlite3_changes(handle)) }
 
-    static func error(_ rc: Int32, _ operation: String, _ sqliteMessage: String) -> RelayError {
+    /// Whether a failed write means the file system has no room: SQLITE_FULL, or an I/O error whose `errno` is
+    /// ENOSPC, EDQUOT or EFBIG (a file-size limit: SQLite reports a write refused outright as an I/O error and a
+    /// short write as SQLITE_FULL).
+    static func isFull(_ rc: Int32, systemErrno: Int32) -> Bool {
         let primary = rc & 0xff
+        if primary == SQLITE_FULL { return true }
+        return primary == SQLITE_IOERR && [ENOSPC, EDQUOT, EFBIG].contains(systemErrno)
+    }
+
+    static func error(_ rc: Int32, _ operation: String, _ sqliteMessage: String, systemErrno: Int32 = 0) -> RelayError {
+        let primary = rc & 0xff
+        if Self.isFull(rc, systemErrno: systemErrno) {
+            return RelayError(
+                .storageFull,
+                "the disk of the SQLite database is full (\(sqliteMessage), code \(rc), errno \(systemErrno)) during "
+                    + "'\(operation.prefix(80))': nothing of this request was stored; free space on that disk (or move "
+                    + "the database to a larger one) and send again. Pushes already accepted stay queued and are "
+                    + "delivered once the relay can write again",
+                retryAfterSeconds: 30
+            )
+        }
         let advice: String
         switch primary {
-        case SQLITE_FULL: advice = "the disk is full: free space; the relay retries and has accepted nothing it lost"
         case SQLITE_BUSY, SQLITE_LOCKED:
             advice = "another process holds the database locked: run one relay per SQLite file (PostgreSQL for several)"
         case SQLITE_NOTADB, SQLITE_CORRUPT: advice = "the file is not a readable SQLite database: move it aside"
