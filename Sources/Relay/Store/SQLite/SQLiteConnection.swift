@@ -1,5 +1,6 @@
 // This folder is the only place in Relay that touches the sqlite3 C API.
 import CSQLite
+import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -13,6 +14,8 @@ import Darwin
 /// `storage-unavailable`. Prepared statements are cached by their SQL text and finalized when the connection closes.
 final class SQLiteConnection {
     private let handle: OpaquePointer
+    /// The database file (its folder's free space and the process's file-size limit explain a failed write).
+    private let path: String
     private var statements: [String: OpaquePointer] = [:]
 
     /// Opens (creating if needed) the database file at `path`.
@@ -26,6 +29,7 @@ final class SQLiteConnection {
             throw Self.error(rc, "open \(path)", message)
         }
         self.handle = db
+        self.path = path
     }
 
     deinit {
@@ -36,12 +40,36 @@ final class SQLiteConnection {
     /// Throws a typed error unless `rc` is one of SQLite's success codes (OK, ROW, DONE).
     func check(_ rc: Int32, _ operation: @autoclosure () -> String) throws(RelayError) {
         guard rc != SQLITE_OK, rc != SQLITE_ROW, rc != SQLITE_DONE else { return }
-        throw Self.error(
-            rc,
-            operation(),
-            String(cString: sqlite3_errmsg(handle)),
-            systemErrno: sqlite3_system_errno(handle)
-        )
+        let systemErrno = sqlite3_system_errno(handle)
+        let message = String(cString: sqlite3_errmsg(handle))
+        if rc & 0xff == SQLITE_IOERR, !Self.isFull(rc, systemErrno: systemErrno), let room = Self.noRoom(self.path) {
+            // SQLite does not always keep the errno of a refused write: ask the file system and the limits.
+            throw Self.error(rc, operation(), "\(message); \(room)", systemErrno: ENOSPC)
+        }
+        throw Self.error(rc, operation(), message, systemErrno: systemErrno)
+    }
+
+    /// Why the database's files cannot grow, if they cannot: the folder's file system has (almost) no free blocks
+    /// for this user, or a file is at the process's file-size limit (RLIMIT_FSIZE). nil when there is room.
+    static func noRoom(_ path: String) -> String? {
+        let folder = (path as NSString).deletingLastPathComponent.isEmpty
+            ? "." : (path as NSString).deletingLastPathComponent
+        var fs = statvfs()
+        if statvfs(folder, &fs) == 0 {
+            let free = UInt64(fs.f_bavail) * UInt64(fs.f_frsize)
+            if free < 1 << 20 { return "the file system of \(folder) has \(free) bytes free" }
+        }
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max {
+            for file in [path, path + "-wal", path + "-journal"] {
+                var info = stat()
+                // A page and a WAL frame header more would not fit.
+                if stat(file, &info) == 0, UInt64(info.st_size) + 65_536 + 24 > UInt64(limit.rlim_cur) {
+                    return "\(file) is at this process's file-size limit (RLIMIT_FSIZE \(limit.rlim_cur) bytes)"
+                }
+            }
+        }
+        return nil
     }
 
     /// Runs SQL that returns no rows (may contain several statements).
@@ -117,9 +145,10 @@ final class SQLiteConnection {
         case SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_PERM: advice = "check the path and its permissions"
         default: advice = "check the database file's disk and permissions"
         }
+        let errnoText = systemErrno != 0 ? ", errno \(systemErrno)" : ""
         return RelayError(
             .storageUnavailable,
-            "SQLite failed during '\(operation.prefix(80))': \(sqliteMessage) (code \(rc)); \(advice)",
+            "SQLite failed during '\(operation.prefix(80))': \(sqliteMessage) (code \(rc)\(errnoText)); \(advice)",
             retryAfterSeconds: 1
         )
     }
