@@ -8,18 +8,30 @@ import Darwin
 #endif
 
 /// Runs a command to its end and returns its status and output (stdout and stderr together).
+///
+/// posix_spawn and waitpid, not Foundation's Process: `pg_ctl start` leaves the server running with the
+/// descriptors it inherited, and Process notices an exit only when they are all closed.
 @discardableResult
 func runCommand(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return (process.terminationStatus, text)
+    let outputPath = NSTemporaryDirectory() + "relay-command-" + UUID().uuidString
+    defer { try? FileManager.default.removeItem(atPath: outputPath) }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o666)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+    defer { for pointer in argv { free(pointer) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+    guard spawned == 0 else { throw ProcessTestError("cannot run \(executable): errno \(spawned)") }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+    let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+    // WIFEXITED / WEXITSTATUS, spelled out (the C macros are not imported).
+    let exited = status & 0x7f == 0
+    return (exited ? (status >> 8) & 0xff : 128 + (status & 0x7f), text)
 }
 
 /// A loopback TCP port nothing listens on right now.
