@@ -177,7 +177,9 @@ struct RelayDeliveryTests {
         }
     }
 
-    @Test("APNs unreachable (connection refused): the push stays queued, is retried with backoff and counted, then delivered")
+    @Test(
+        "APNs unreachable (connection refused): the push stays queued, is retried with backoff and counted, then delivered"
+    )
     func unreachableThenDelivered() async throws {
         let alice = try TestUser.make("alice", devices: ["laptop"])
         let bob = try TestUser.make("bob", devices: ["phone"])
@@ -243,7 +245,12 @@ struct RelayDeliveryTests {
                 body: submitBody([("phone", try bob.sealText(from: alice.devices[0], to: "phone"))])
             )
             // Instance A leases and "dies" (never completes).
-            let leasedByA = try await fixture.store.lease(owner: "A", limit: 10, nowMs: fixture.clock.ms, leaseMs: 60_000)
+            let leasedByA = try await fixture.store.lease(
+                owner: "A",
+                limit: 10,
+                nowMs: fixture.clock.ms,
+                leaseMs: 60_000
+            )
             #expect(leasedByA.count == 1)
             #expect(
                 try await fixture.store.lease(owner: "B", limit: 10, nowMs: fixture.clock.ms + 59_999, leaseMs: 60_000)

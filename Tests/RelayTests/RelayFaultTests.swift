@@ -274,7 +274,10 @@ struct RelayFaultTests {
                     let received = gateway.sink.records.map(\.bodyBytes)
                     let allDelivered = Set(received) == expected
                     #expect(allDelivered, "delivered \(Set(received).count) of \(expected.count)")
-                    let store = try await PostgresRelayStore.connect(url: cluster.url, logger: Logger(label: "pg-check"))
+                    let store = try await PostgresRelayStore.connect(
+                        url: cluster.url,
+                        logger: Logger(label: "pg-check")
+                    )
                     try await withCleanup(store, { await $0.close() }) { store in
                         try await waitUntil(tries: 600, every: .milliseconds(100)) {
                             try await store.counts() == [.delivered: 34]
@@ -356,7 +359,10 @@ struct RelayFaultTests {
                 #expect(try await Self.health(client).0 == 200)  // reads still work
 
                 // Room again: the relay writes again by itself, no restart.
-                let (lifted, liftOutput) = try runCommand("/usr/bin/prlimit", ["--pid", "\(pid)", "--fsize=unlimited:"])
+                let (lifted, liftOutput) = try runCommand(
+                    "/usr/bin/prlimit",
+                    ["--pid", "\(pid)", "--fsize=unlimited:"]
+                )
                 #expect(lifted == 0, "\(liftOutput)")
                 let again = try await client.submit(
                     userID: "bob",

@@ -105,7 +105,9 @@ struct RelayPostgresCrashTests {
                                     }
                                 }
                                 // Mid-run: once a quarter of the pushes reached APNs, kill instance 2.
-                                if gateway.sink.records.count >= 500, !counters.killed.exchange(true, ordering: .relaxed) {
+                                if gateway.sink.records.count >= 500,
+                                    !counters.killed.exchange(true, ordering: .relaxed)
+                                {
                                     victim.signal(SIGKILL)
                                 }
                             }
@@ -131,7 +133,9 @@ struct RelayPostgresCrashTests {
                     try await store.counts() == [.delivered: expected.count]
                 }
                 let received = gateway.sink.records.map(\.bodyBytes)
-                print("relay crash test: submits took \(submitted - started), all delivered after \(clock.now - started)")
+                print(
+                    "relay crash test: submits took \(submitted - started), all delivered after \(clock.now - started)"
+                )
                 let unique = Set(received)
                 let allDelivered = unique == expected
                 #expect(allDelivered, "delivered \(unique.count) of \(expected.count)")
@@ -147,7 +151,9 @@ struct RelayPostgresCrashTests {
                 if !latencies.isEmpty {
                     let p50 = latencies[latencies.count / 2]
                     let p99 = latencies[min(latencies.count - 1, latencies.count * 99 / 100)]
-                    print("relay crash test: enqueue→delivered p50 \(p50) ms, p99 \(p99) ms over \(latencies.count) pushes")
+                    print(
+                        "relay crash test: enqueue→delivered p50 \(p50) ms, p99 \(p99) ms over \(latencies.count) pushes"
+                    )
                 }
             }
             for instance in instances { instance.signal(SIGTERM) }

@@ -174,7 +174,8 @@ struct RelayProcessTests {
             second.executableURL = URL(fileURLWithPath: try RelayProcess.binary())
             second.arguments = [
                 "serve", "--database", database, "--port", "0", "--self-signed-tls-dir", folder.file("second-tls"),
-                "--apns-url", gateway.baseURL, "--apns-ca", gateway.server.caCertificatePath, "--apns-key-file", keyFile,
+                "--apns-url", gateway.baseURL, "--apns-ca", gateway.server.caCertificatePath, "--apns-key-file",
+                keyFile,
                 "--apns-key-id", GatewayFixture.keyID, "--apns-team-id", GatewayFixture.teamID,
             ]
             let errors = Pipe()

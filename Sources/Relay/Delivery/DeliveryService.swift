@@ -271,7 +271,8 @@ public final class DeliveryService: Service, Sendable {
                 results = try await self.store.complete(completions, owner: self.configuration.owner, nowMs: now)
                 break
             } catch {
-                let give = self.stopping.load(ordering: .relaxed) || Task.isCancelled || ContinuousClock.now >= leaseEnds
+                let give =
+                    self.stopping.load(ordering: .relaxed) || Task.isCancelled || ContinuousClock.now >= leaseEnds
                 if give {
                     // The leases run out and the pushes are delivered again: at least once.
                     self.logger.warning(

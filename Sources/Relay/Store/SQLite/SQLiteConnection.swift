@@ -52,7 +52,8 @@ final class SQLiteConnection {
     /// Why the database's files cannot grow, if they cannot: the folder's file system has (almost) no free blocks
     /// for this user, or a file is at the process's file-size limit (RLIMIT_FSIZE). nil when there is room.
     static func noRoom(_ path: String) -> String? {
-        let folder = (path as NSString).deletingLastPathComponent.isEmpty
+        let folder =
+            (path as NSString).deletingLastPathComponent.isEmpty
             ? "." : (path as NSString).deletingLastPathComponent
         var fs = statvfs()
         if statvfs(folder, &fs) == 0 {

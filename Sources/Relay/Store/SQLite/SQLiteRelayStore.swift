@@ -39,7 +39,8 @@ public final class SQLiteRelayStore: RelayStore {
 
     /// An open failure with the database named and, when the folder is the cause, what to do about it.
     static func openError(_ path: String, _ error: RelayError) -> RelayError {
-        let folder = (path as NSString).deletingLastPathComponent.isEmpty
+        let folder =
+            (path as NSString).deletingLastPathComponent.isEmpty
             ? "." : (path as NSString).deletingLastPathComponent
         var isDirectory: ObjCBool = false
         let reason: String
