@@ -5,7 +5,8 @@
 #
 # The server runs as an unprivileged user (PostgreSQL refuses root), from a data directory in a temporary folder,
 # on a free port, with trust authentication on loopback only. It is stopped and its data removed when CMD exits;
-# the script exits with CMD's status. Installs Debian's postgresql package when no server binaries are found.
+# the script exits with CMD's status. E2EE_RELAY_POSTGRES_BINDIR (the server binaries) and E2EE_RELAY_POSTGRES_OS_USER
+# (the user the server runs as when the script runs as root, else empty) let tests start servers of their own. Installs Debian's postgresql package when no server binaries are found.
 set -euo pipefail
 
 if [ "$#" -eq 0 ]; then
@@ -71,6 +72,10 @@ trap stop EXIT
 "${RUN_AS[@]}" "$BINDIR/createdb" -h 127.0.0.1 -p "$PORT" -U relay relay
 
 export E2EE_RELAY_POSTGRES_URL="postgres://relay@127.0.0.1:$PORT/relay"
+# How this server was made, for tests that need a server of their own to stop and start (RelayFaultTests: the
+# database going away mid-run must not stop the server every other test is using).
+export E2EE_RELAY_POSTGRES_BINDIR="$BINDIR"
+export E2EE_RELAY_POSTGRES_OS_USER="${PGUSER_OS:-}"
 echo "with-postgres: PostgreSQL $("$BINDIR/postgres" --version | awk '{print $3}') on 127.0.0.1:$PORT; E2EE_RELAY_POSTGRES_URL=$E2EE_RELAY_POSTGRES_URL" >&2
 set +e
 "$@"

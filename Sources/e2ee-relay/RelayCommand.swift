@@ -13,15 +13,17 @@ import Darwin
 
 /// `e2ee-relay`: the app's push server between senders and APNs (docs/RELAY.md).
 ///
-/// Exit codes: 0 success (or graceful shutdown on SIGTERM/SIGINT), 1 the relay could not start (database, TLS,
-/// APNs key, bind), 64 bad arguments.
+/// Exit codes: 0 success (or graceful shutdown on SIGTERM/SIGINT), 1 the relay could not start (TLS, APNs key,
+/// bind), 64 bad arguments (a malformed database URL too), 69 the database cannot be opened or reached (PostgreSQL
+/// down, SQLite folder missing or not writable, SQLite file locked by another relay).
 @main
 struct RelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "e2ee-relay",
         abstract: "The push relay: stores signed device lists, queues envelopes, delivers them to APNs.",
         discussion:
-            "Exit codes: 0 ok or graceful shutdown, 1 cannot start (database, TLS, APNs key, bind), 64 bad arguments.",
+            "Exit codes: 0 ok or graceful shutdown, 1 cannot start (TLS, APNs key, bind), 64 bad arguments, "
+            + "69 the database cannot be opened or reached.",
         subcommands: [ServeCommand.self]
     )
 
@@ -101,6 +103,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("apns-ca"), help: "PEM CA certificate that --apns-url's TLS certificate chains to.")
     var apnsCA: String?
 
+    @Option(
+        name: .customLong("apns-connect-timeout"),
+        help: "Seconds to wait for a connection to APNs; a push waiting for one fails (and is retried) after it."
+    )
+    var apnsConnectTimeout = 10
+
     @Option(help: "Delivery workers.")
     var workers = 2
 
@@ -129,6 +137,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         guard (0...65535).contains(self.port) else { throw ValidationError("--port must be 0...65535") }
         guard self.workers >= 1 else { throw ValidationError("--workers must be at least 1") }
+        guard self.apnsConnectTimeout >= 1 else { throw ValidationError("--apns-connect-timeout must be at least 1") }
         // A lease must outlast a push in flight (the APNs client gives up on a stream after 10 s), or a slow
         // answer lets another worker send the same push again.
         guard self.leaseSeconds >= 15 else {
@@ -143,6 +152,9 @@ struct ServeCommand: AsyncParsableCommand {
         logger.logLevel = self.logLevel
         do {
             try await self.serve(logger: logger)
+        } catch let error as DatabaseStartError {
+            logger.critical("e2ee-relay cannot start: \(error.error.message)")
+            throw error.error.code == .configuration ? ExitCode(64) : ExitCode(69)
         } catch let error as RelayError {
             logger.critical("e2ee-relay cannot run: \(error.message)")
             throw ExitCode(1)
@@ -178,7 +190,12 @@ struct ServeCommand: AsyncParsableCommand {
                 try APNsSigningKey.load()
             }
         // The store first: a locked or unreachable database stops the start before any connection is opened.
-        let store = try await RelayApplication.openStore(configuration.database, logger: logger)
+        let store: any RelayStore
+        do {
+            store = try await RelayApplication.openStore(configuration.database, logger: logger)
+        } catch {
+            throw DatabaseStartError(error: error)
+        }
         var clients: [APNsClient] = []
         do {
             var byEnvironment: [String: APNsClient] = [:]
@@ -189,6 +206,7 @@ struct ServeCommand: AsyncParsableCommand {
                         keyID: self.apnsKeyID,
                         teamID: self.apnsTeamID,
                         signingKey: key,
+                        connectTimeout: .seconds(self.apnsConnectTimeout),
                         retryPolicy: .never
                     ),
                     logger: logger
@@ -203,6 +221,7 @@ struct ServeCommand: AsyncParsableCommand {
                             keyID: self.apnsKeyID,
                             teamID: self.apnsTeamID,
                             signingKey: key,
+                            connectTimeout: .seconds(self.apnsConnectTimeout),
                             retryPolicy: .never
                         ),
                         logger: logger
@@ -245,4 +264,9 @@ struct ServeCommand: AsyncParsableCommand {
         await store.close()
         logger.info("e2ee-relay stopped; queued pushes stay in the store")
     }
+}
+
+/// The store could not be opened at start (exit 69, or 64 for a malformed URL).
+struct DatabaseStartError: Error {
+    let error: RelayError
 }

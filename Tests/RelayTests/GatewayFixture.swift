@@ -53,18 +53,45 @@ final class GatewayFixture: Sendable {
 
     var baseURL: String { "https://127.0.0.1:\(self.port)" }
 
-    /// An APNs client for this gateway that never retries by itself (the relay schedules retries durably).
-    func makeClient() throws -> APNsClient {
-        APNsClient(
-            configuration: try APNsClientConfiguration(
-                environment: .custom(baseURL: self.baseURL, trustedCAPEMPath: self.server.caCertificatePath),
-                keyID: Self.keyID,
-                teamID: Self.teamID,
-                signingKey: APNsSigningKey(privateKey: self.key),
-                retryPolicy: .never
-            ),
-            logger: Logger(label: "apns")
+    /// Runs `body` with a started gateway and stops it however `body` ends.
+    static func with<T>(
+        faults: FaultInjection = .none,
+        devices: DeviceRegistry = DeviceRegistry(),
+        _ body: (GatewayFixture) async throws -> T
+    ) async throws -> T {
+        let gateway = try await GatewayFixture.start(faults: faults, devices: devices)
+        return try await withCleanup(gateway, { await $0.stop() }, body)
+    }
+
+    /// The configuration of an APNs client for this gateway that never retries by itself (the relay schedules
+    /// retries durably). The connect timeout is long: under a sanitizer on shared cores a loopback TLS handshake can
+    /// take seconds, and a test waits for an event, it does not time it.
+    func clientConfiguration(
+        baseURL: String? = nil,
+        connectTimeout: Duration = .seconds(60)
+    ) throws -> APNsClientConfiguration {
+        try APNsClientConfiguration(
+            environment: .custom(baseURL: baseURL ?? self.baseURL, trustedCAPEMPath: self.server.caCertificatePath),
+            keyID: Self.keyID,
+            teamID: Self.teamID,
+            signingKey: APNsSigningKey(privateKey: self.key),
+            connectTimeout: connectTimeout,
+            retryPolicy: .never
         )
+    }
+
+    /// Runs `body` with an APNs client for this gateway and shuts the client down however `body` ends.
+    /// `baseURL` points the client elsewhere (a closed port: APNs unreachable; a waiting push fails only after the
+    /// connect timeout, so such a client passes a short one).
+    func withClient<T>(
+        baseURL: String? = nil,
+        connectTimeout: Duration = .seconds(60),
+        logger: Logger = Logger(label: "apns"),
+        _ body: (APNsClient) async throws -> T
+    ) async throws -> T {
+        let configuration = try self.clientConfiguration(baseURL: baseURL, connectTimeout: connectTimeout)
+        let client = APNsClient(configuration: configuration, logger: logger)
+        return try await withCleanup(client, { await $0.shutdown() }, body)
     }
 
     /// Writes the provider key as a 0600 `.p8` file (for relay processes).

@@ -27,18 +27,14 @@ struct RelayAPITests {
             -> Void
     ) async throws {
         let fixture = try await ServiceFixture(policy: policy)
-        let alice = try TestUser.make("alice", devices: ["laptop"])
-        let bob = try TestUser.make("bob")
-        let token = DeliveryToken()
-        try await fixture.enroll(bob, token: token)
-        let app = Application(router: RelayRouter.build(service: fixture.service))
-        do {
+        try await withCleanup(fixture, { await $0.cleanup() }) { fixture in
+            let alice = try TestUser.make("alice", devices: ["laptop"])
+            let bob = try TestUser.make("bob")
+            let token = DeliveryToken()
+            try await fixture.enroll(bob, token: token)
+            let app = Application(router: RelayRouter.build(service: fixture.service))
             try await app.test(.router) { client in try await body(fixture, alice, bob, token, client) }
-        } catch {
-            await fixture.cleanup()
-            throw error
         }
-        await fixture.cleanup()
     }
 
     static func send(

@@ -54,112 +54,121 @@ struct RelayEndToEndTests {
             await self.group.triggerGracefulShutdown()
             try await self.task.value
         }
+
+        /// Stops the relay (on every path out of a test); a failed graceful stop is a test failure.
+        func stopRecordingErrors() async {
+            do { try await self.stop() } catch { Issue.record("the relay did not stop gracefully: \(error)") }
+        }
     }
 
     @Test("publish, register, hand out a token, fetch, submit: every push arrives at APNs byte-exact")
     func endToEnd() async throws {
-        let fixture = try await ServiceFixture()
-        let gateway = try await GatewayFixture.start()
-        let apns = try gateway.makeClient()
-        let relay = try await RunningRelay.start(fixture: fixture, clients: ["development": apns])
-        let client = try RelayClient(baseURL: "https://127.0.0.1:\(relay.port)", trustedCAPEMPath: relay.caPath)
-        let alice = try TestUser.make("alice", devices: ["laptop"])
-        let bob = try TestUser.make("bob")
-        let now = UInt64(fixture.clock.ms)
+        try await ServiceFixture.with { fixture in
+            try await GatewayFixture.with { gateway in
+                try await gateway.withClient { apns in
+                    let relay = try await RunningRelay.start(fixture: fixture, clients: ["development": apns])
+                    try await withCleanup(relay, { await $0.stopRecordingErrors() }) { relay in
+                        try await withClient("https://127.0.0.1:\(relay.port)", ca: relay.caPath) { client in
+                            let alice = try TestUser.make("alice", devices: ["laptop"])
+                            let bob = try TestUser.make("bob")
+                            let now = UInt64(fixture.clock.ms)
 
-        #expect(try await client.publish(bob.list) == .init(listVersion: 2, stored: true))
-        for device in bob.devices {
-            try await client.registerPush(
-                userID: "bob",
-                deviceID: device.deviceID,
-                address: TestUser.address(device.deviceID),
-                signingKey: device.signingKey,
-                nowMs: now
-            )
-        }
-        let token = DeliveryToken()
-        #expect(
-            try await client.setDeliveryTokens(
-                userID: "bob",
-                deviceID: "phone",
-                tokens: [token],
-                signingKey: bob.devices[0].signingKey,
-                nowMs: now
-            ) == 1
-        )
+                            #expect(try await client.publish(bob.list) == .init(listVersion: 2, stored: true))
+                            for device in bob.devices {
+                                try await client.registerPush(
+                                    userID: "bob",
+                                    deviceID: device.deviceID,
+                                    address: TestUser.address(device.deviceID),
+                                    signingKey: device.signingKey,
+                                    nowMs: now
+                                )
+                            }
+                            let token = DeliveryToken()
+                            #expect(
+                                try await client.setDeliveryTokens(
+                                    userID: "bob",
+                                    deviceID: "phone",
+                                    tokens: [token],
+                                    signingKey: bob.devices[0].signingKey,
+                                    nowMs: now
+                                ) == 1
+                            )
 
-        // Alice's side: fetch, verify, seal to every deliverable device, submit.
-        let fetched = try await client.fetchList(userID: "bob")
-        #expect(fetched.list == bob.list)
-        #expect(fetched.deliverableDevices.map(\.deviceID) == ["phone", "tablet"])
-        var sealed: [String: SealedPush] = [:]
-        for round in 0..<5 {
-            for device in fetched.deliverableDevices {
-                sealed["\(round)/\(device.deviceID)"] = try bob.sealText(
-                    from: alice.devices[0],
-                    to: device.deviceID,
-                    body: "round \(round)"
-                )
+                            // Alice's side: fetch, verify, seal to every deliverable device, submit.
+                            let fetched = try await client.fetchList(userID: "bob")
+                            #expect(fetched.list == bob.list)
+                            #expect(fetched.deliverableDevices.map(\.deviceID) == ["phone", "tablet"])
+                            var sealed: [String: SealedPush] = [:]
+                            for round in 0..<5 {
+                                for device in fetched.deliverableDevices {
+                                    sealed["\(round)/\(device.deviceID)"] = try bob.sealText(
+                                        from: alice.devices[0],
+                                        to: device.deviceID,
+                                        body: "round \(round)"
+                                    )
+                                }
+                                let response = try await client.submit(
+                                    userID: "bob",
+                                    pushes: fetched.deliverableDevices.map {
+                                        ($0.deviceID, sealed["\(round)/\($0.deviceID)"]!.envelope)
+                                    },
+                                    token: token
+                                )
+                                #expect(response.pushes.count == 2)
+                            }
+                            // Wait for the workers (bounded; the assertion is on the bytes, not the time).
+                            try await waitUntil(tries: 500, every: .milliseconds(10)) {
+                                gateway.sink.records.count >= 10
+                            }
+                            let delivered = Set(gateway.sink.records.map(\.bodyBytes))
+                            #expect(gateway.sink.records.count == 10)
+                            let same = delivered == Set(sealed.values.map(\.body))
+                            #expect(same)
+                            try await waitUntil(tries: 500, every: .milliseconds(10)) {
+                                try await fixture.store.counts() == [.delivered: 10]
+                            }
+                            #expect(try await fixture.store.counts() == [.delivered: 10])
+
+                            // A wrong token over the wire: the relay's reason code comes back.
+                            do {
+                                _ = try await client.submit(
+                                    userID: "bob",
+                                    pushes: [("phone", sealed["0/phone"]!.envelope)],
+                                    token: DeliveryToken()
+                                )
+                                Issue.record("a submit with an unknown token was accepted")
+                            } catch let error as RelayError {
+                                #expect(error.code.rawValue == "bad-delivery-token")
+                                #expect(error.code.httpStatus == 403)
+                            }
+                            // A relay that serves a list the user did not sign (here: bob's list with a device added by the server,
+                            // written past the API's checks) is caught by the client's verification.
+                            let mallory = try TestUser.make("bob", devices: ["ghost"])
+                            let forged = bob.list.withDevices(bob.list.devices + mallory.list.devices, listVersion: 3)
+                            _ = try await fixture.store.publish(
+                                NewList(
+                                    userID: "bob",
+                                    userSigningKey: bob.list.userSigningKey.rawRepresentation,
+                                    listVersion: 3,
+                                    digest: forged.digest,
+                                    json: forged.jsonData(),
+                                    devices: forged.devices.map { ($0.deviceID, $0.signingKey.rawRepresentation) }
+                                ),
+                                nowMs: fixture.clock.ms
+                            )
+                            do {
+                                _ = try await client.fetchList(userID: "bob")
+                                Issue.record("the client accepted a list with a device the user never signed in")
+                            } catch let error as RelayError {
+                                #expect(error.code == .badDeviceList)
+                            }
+                            #expect(await client.isHealthy())
+                            let metrics = try await client.metricsText()
+                            #expect(metrics.contains("relay_pushes_accepted_total 10"))
+                        }
+                    }
+                }
             }
-            let response = try await client.submit(
-                userID: "bob",
-                pushes: fetched.deliverableDevices.map { ($0.deviceID, sealed["\(round)/\($0.deviceID)"]!.envelope) },
-                token: token
-            )
-            #expect(response.pushes.count == 2)
         }
-        // Wait for the workers (bounded; the assertion is on the bytes, not the time).
-        try await waitUntil(tries: 500, every: .milliseconds(10)) { gateway.sink.records.count >= 10 }
-        let delivered = Set(gateway.sink.records.map(\.bodyBytes))
-        #expect(gateway.sink.records.count == 10)
-        let same = delivered == Set(sealed.values.map(\.body))
-        #expect(same)
-        try await waitUntil(tries: 500, every: .milliseconds(10)) {
-            try await fixture.store.counts() == [.delivered: 10]
-        }
-        #expect(try await fixture.store.counts() == [.delivered: 10])
-
-        // A wrong token over the wire: the relay's reason code comes back.
-        do {
-            _ = try await client.submit(
-                userID: "bob",
-                pushes: [("phone", sealed["0/phone"]!.envelope)],
-                token: DeliveryToken()
-            )
-            Issue.record("a submit with an unknown token was accepted")
-        } catch {
-            #expect(error.code.rawValue == "bad-delivery-token")
-            #expect(error.code.httpStatus == 403)
-        }
-        // A relay that serves a list the user did not sign (here: bob's list with a device added by the server,
-        // written past the API's checks) is caught by the client's verification.
-        let mallory = try TestUser.make("bob", devices: ["ghost"])
-        let forged = bob.list.withDevices(bob.list.devices + mallory.list.devices, listVersion: 3)
-        _ = try await fixture.store.publish(
-            NewList(
-                userID: "bob",
-                userSigningKey: bob.list.userSigningKey.rawRepresentation,
-                listVersion: 3,
-                digest: forged.digest,
-                json: forged.jsonData(),
-                devices: forged.devices.map { ($0.deviceID, $0.signingKey.rawRepresentation) }
-            ),
-            nowMs: fixture.clock.ms
-        )
-        do {
-            _ = try await client.fetchList(userID: "bob")
-            Issue.record("the client accepted a list with a device the user never signed in")
-        } catch {
-            #expect(error.code == .badDeviceList)
-        }
-        #expect(await client.isHealthy())
-        let metrics = try await client.metricsText()
-        #expect(metrics.contains("relay_pushes_accepted_total 10"))
-
-        await client.shutdown()
-        try await relay.stop()
-        await apns.shutdown()
-        await gateway.stop()
-        await fixture.cleanup()
     }
 }

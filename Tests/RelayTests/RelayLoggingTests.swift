@@ -17,77 +17,68 @@ struct RelayLoggingTests {
         let handler = InMemoryLogHandler()
         var logger = Logger(label: "relay-log-test", factory: { _ in handler })
         logger.logLevel = .trace
-        let fixture = try await ServiceFixture(logger: logger)
-        let (store, metrics, clock, service) = (fixture.store, fixture.metrics, fixture.clock, fixture.service)
-        let alice = try TestUser.make("alice", devices: ["laptop"])
-        let bob = try TestUser.make("bob")
-        let token = DeliveryToken()
-        try await fixture.enroll(bob, token: token)
-
         var devices = DeviceRegistry()
         devices.markUnregistered(TestUser.address("tablet").deviceToken, at: Date(timeIntervalSince1970: 1_700_000_000))
-        let gateway = try await GatewayFixture.start(devices: devices)
-        let client = APNsClient(
-            configuration: try APNsClientConfiguration(
-                environment: .custom(baseURL: gateway.baseURL, trustedCAPEMPath: gateway.server.caCertificatePath),
-                keyID: GatewayFixture.keyID,
-                teamID: GatewayFixture.teamID,
-                signingKey: APNsSigningKey(privateKey: gateway.key),
-                retryPolicy: .never
-            ),
-            logger: logger
-        )
-        let phone = try bob.sealText(from: alice.devices[0], to: "phone")
-        let tablet = try bob.sealText(from: alice.devices[0], to: "tablet")
-        _ = try await service.submit(
-            userID: "bob",
-            authorization: "Bearer \(token.hex)",
-            idempotencyKey: "k",
-            body: submitBody([("phone", phone), ("tablet", tablet)])
-        )
-        _ = await relayErrorCode {
-            _ = try await service.submit(
-                userID: "bob",
-                authorization: "Bearer \(DeliveryToken().hex)",
-                idempotencyKey: "k2",
-                body: submitBody([("phone", phone)])
-            )
-        }
-        var configuration = DeliveryService.Configuration(owner: "log-test")
-        configuration.jitter = 0
-        let delivery = DeliveryService(
-            store: store,
-            clients: ["development": client],
-            metrics: metrics,
-            configuration: configuration,
-            now: clock.closure,
-            logger: logger
-        )
-        #expect(await delivery.runOnce() == 2)
-        #expect(gateway.sink.records.count == 1)  // the tablet is answered 410
+        try await ServiceFixture.with(logger: logger) { fixture in
+            let (store, metrics, clock, service) = (fixture.store, fixture.metrics, fixture.clock, fixture.service)
+            let alice = try TestUser.make("alice", devices: ["laptop"])
+            let bob = try TestUser.make("bob")
+            let token = DeliveryToken()
+            try await fixture.enroll(bob, token: token)
+            // The APNs client logs to the same handler, at trace level too.
+            try await GatewayFixture.with(devices: devices) { gateway in
+                try await gateway.withClient(logger: logger) { client in
+                    let phone = try bob.sealText(from: alice.devices[0], to: "phone")
+                    let tablet = try bob.sealText(from: alice.devices[0], to: "tablet")
+                    _ = try await service.submit(
+                        userID: "bob",
+                        authorization: "Bearer \(token.hex)",
+                        idempotencyKey: "k",
+                        body: submitBody([("phone", phone), ("tablet", tablet)])
+                    )
+                    _ = await relayErrorCode {
+                        _ = try await service.submit(
+                            userID: "bob",
+                            authorization: "Bearer \(DeliveryToken().hex)",
+                            idempotencyKey: "k2",
+                            body: submitBody([("phone", phone)])
+                        )
+                    }
+                    var configuration = DeliveryService.Configuration(owner: "log-test")
+                    configuration.jitter = 0
+                    let delivery = DeliveryService(
+                        store: store,
+                        clients: ["development": client],
+                        metrics: metrics,
+                        configuration: configuration,
+                        now: clock.closure,
+                        logger: logger
+                    )
+                    #expect(await delivery.runOnce() == 2)
+                    #expect(gateway.sink.records.count == 1)  // the tablet is answered 410
 
-        let text = handler.entries.map { entry in
-            "\(entry.message) \(entry.metadata.map { "\($0.key)=\($0.value)" }.joined(separator: " "))"
-        }.joined(separator: "\n")
-        #expect(handler.entries.count >= 5)
-        let forbidden: [(String, String)] = [
-            ("delivery token", token.hex),
-            ("delivery token hash", Hex.encode(token.sha256)),
-            ("phone device token", TestUser.address("phone").deviceToken),
-            ("tablet device token", TestUser.address("tablet").deviceToken),
-            ("phone envelope", String(Data(phone.envelope.serialized).base64EncodedString().prefix(48))),
-            ("tablet envelope", String(Data(tablet.envelope.serialized).base64EncodedString().prefix(48))),
-            ("sender user id", "alice"),
-            ("sender device", "laptop"),
-        ]
-        for (what, value) in forbidden {
-            #expect(!text.lowercased().contains(value.lowercased()), "the logs contain the \(what)")
+                    let text = handler.entries.map { entry in
+                        "\(entry.message) \(entry.metadata.map { "\($0.key)=\($0.value)" }.joined(separator: " "))"
+                    }.joined(separator: "\n")
+                    #expect(handler.entries.count >= 5)
+                    let forbidden: [(String, String)] = [
+                        ("delivery token", token.hex),
+                        ("delivery token hash", Hex.encode(token.sha256)),
+                        ("phone device token", TestUser.address("phone").deviceToken),
+                        ("tablet device token", TestUser.address("tablet").deviceToken),
+                        ("phone envelope", String(Data(phone.envelope.serialized).base64EncodedString().prefix(48))),
+                        ("tablet envelope", String(Data(tablet.envelope.serialized).base64EncodedString().prefix(48))),
+                        ("sender user id", "alice"),
+                        ("sender device", "laptop"),
+                    ]
+                    for (what, value) in forbidden {
+                        #expect(!text.lowercased().contains(value.lowercased()), "the logs contain the \(what)")
+                    }
+                    let metricsText = String(decoding: metrics.render(), as: UTF8.self)
+                    #expect(!metricsText.contains("bob"))
+                    #expect(!metricsText.contains("alice"))
+                }
+            }
         }
-        let metricsText = String(decoding: metrics.render(), as: UTF8.self)
-        #expect(!metricsText.contains("bob"))
-        #expect(!metricsText.contains("alice"))
-        await client.shutdown()
-        await gateway.stop()
-        await fixture.cleanup()
     }
 }

@@ -52,7 +52,8 @@ final class RelayProcess: @unchecked Sendable {
         apnsURL: String,
         apnsCA: String,
         keyFile: String,
-        extra: [String] = []
+        extra: [String] = [],
+        ignoringFileSizeSignal: Bool = false
     )
         async throws
     {
@@ -61,15 +62,25 @@ final class RelayProcess: @unchecked Sendable {
         self.stderrPath = folder.file("\(name).stderr")
         _ = FileManager.default.createFile(atPath: self.stderrPath, contents: nil)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: try Self.binary())
-        process.arguments =
+        let arguments =
             [
                 "serve", "--database", database, "--port", "0", "--port-file", portFile,
                 "--self-signed-tls-dir", folder.file("\(name)-tls"),
                 "--apns-url", apnsURL, "--apns-ca", apnsCA, "--apns-key-file", keyFile,
                 "--apns-key-id", GatewayFixture.keyID, "--apns-team-id", GatewayFixture.teamID,
                 "--lease-seconds", "15", "--log-level", "debug", "--recipient-rate", "6000", "--token-rate", "6000",
+                // A loopback TLS handshake can take seconds under a sanitizer on shared cores.
+                "--apns-connect-timeout", "60",
             ] + extra
+        if ignoringFileSizeSignal {
+            // A write past RLIMIT_FSIZE then fails with EFBIG instead of killing the process with SIGXFSZ (an
+            // ignored signal stays ignored across exec), as a write to a full disk fails with ENOSPC.
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "trap '' XFSZ; exec \"$0\" \"$@\"", try Self.binary()] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: try Self.binary())
+            process.arguments = arguments
+        }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle(forWritingAtPath: self.stderrPath)
         try process.run()
@@ -118,14 +129,12 @@ final class RelayProcess: @unchecked Sendable {
 }
 
 /// Runs `body` with a client of `relay`, shutting the client down however `body` ends.
-func withClient<T>(_ url: String, ca: String, _ body: (RelayClient) async throws -> T) async throws -> T {
-    let client = try RelayClient(baseURL: url, trustedCAPEMPath: ca)
-    do {
-        let value = try await body(client)
-        await client.shutdown()
-        return value
-    } catch {
-        await client.shutdown()
-        throw error
-    }
+func withClient<T>(
+    _ url: String,
+    ca: String,
+    timeout: Duration = .seconds(10),
+    _ body: (RelayClient) async throws -> T
+) async throws -> T {
+    let client = try RelayClient(baseURL: url, trustedCAPEMPath: ca, timeout: timeout)
+    return try await withCleanup(client, { await $0.shutdown() }, body)
 }

@@ -41,154 +41,155 @@ struct RelayProcessTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         // Every APNs answer takes 2 s, so the pushes are in flight when SIGTERM arrives.
-        let gateway = try await GatewayFixture.start(faults: FaultInjection(responseDelay: .seconds(2)))
-        let database = folder.file("relay.sqlite")
-        let relay = try await RelayProcess(
-            folder: folder,
-            name: "relay",
-            database: database,
-            apnsURL: gateway.baseURL,
-            apnsCA: gateway.server.caCertificatePath,
-            keyFile: try gateway.writeKeyFile()
-        )
-        defer { relay.stop() }
-        let alice = try TestUser.make("alice", devices: ["laptop"])
-        let bob = try TestUser.make("bob")
-        let token = DeliveryToken()
-        let pushIDs = try await withClient(relay.baseURL, ca: relay.caPath) { client in
-            try await Self.enroll(bob, token: token, client: client)
-            var pushIDs: [String] = []
-            for round in 0..<3 {
-                let response = try await client.submit(
-                    userID: "bob",
-                    pushes: try bob.devices.map {
-                        (
-                            $0.deviceID,
-                            try bob.sealText(from: alice.devices[0], to: $0.deviceID, body: "\(round)").envelope
-                        )
-                    },
-                    token: token
-                )
-                pushIDs += response.pushes.map(\.pushID)
+        try await GatewayFixture.with(faults: FaultInjection(responseDelay: .seconds(2))) { gateway in
+            let database = folder.file("relay.sqlite")
+            let relay = try await RelayProcess(
+                folder: folder,
+                name: "relay",
+                database: database,
+                apnsURL: gateway.baseURL,
+                apnsCA: gateway.server.caCertificatePath,
+                keyFile: try gateway.writeKeyFile()
+            )
+            defer { relay.stop() }
+            let alice = try TestUser.make("alice", devices: ["laptop"])
+            let bob = try TestUser.make("bob")
+            let token = DeliveryToken()
+            let pushIDs = try await withClient(relay.baseURL, ca: relay.caPath) { client in
+                try await Self.enroll(bob, token: token, client: client)
+                var pushIDs: [String] = []
+                for round in 0..<3 {
+                    let response = try await client.submit(
+                        userID: "bob",
+                        pushes: try bob.devices.map {
+                            (
+                                $0.deviceID,
+                                try bob.sealText(from: alice.devices[0], to: $0.deviceID, body: "\(round)").envelope
+                            )
+                        },
+                        token: token
+                    )
+                    pushIDs += response.pushes.map(\.pushID)
+                }
+                return pushIDs
             }
-            return pushIDs
-        }
-        // Wait until the gateway has taken all six requests (it records each, then answers 2 s later), then SIGTERM.
-        try await waitUntil(tries: 2000, every: .milliseconds(10)) { gateway.sink.records.count >= 6 }
-        #expect(Set(gateway.sink.records.map { $0.apnsID.lowercased() }) == Set(pushIDs))
-        relay.signal(SIGTERM)
-        let status = try await relay.waitForExit()
-        #expect(status == 0, "\(relay.stderr.suffix(2000))")
+            // Wait until the gateway has taken all six requests (it records each, then answers 2 s later), then SIGTERM.
+            try await waitUntil(tries: 2000, every: .milliseconds(10)) { gateway.sink.records.count >= 6 }
+            #expect(Set(gateway.sink.records.map { $0.apnsID.lowercased() }) == Set(pushIDs))
+            relay.signal(SIGTERM)
+            let status = try await relay.waitForExit()
+            #expect(status == 0, "\(relay.stderr.suffix(2000))")
 
-        let store = try SQLiteRelayStore(path: database)
-        var states: [PushState] = []
-        for id in pushIDs { states.append(try #require(try await store.push(id)).state) }
-        #expect(states == Array(repeating: .delivered, count: 6), "\(relay.stderr.suffix(2000))")
-        #expect(Set(gateway.sink.records.map { $0.apnsID.lowercased() }) == Set(pushIDs))
-        await store.close()
-        await gateway.stop()
+            let store = try SQLiteRelayStore(path: database)
+            var states: [PushState] = []
+            for id in pushIDs { states.append(try #require(try await store.push(id)).state) }
+            #expect(states == Array(repeating: .delivered, count: 6), "\(relay.stderr.suffix(2000))")
+            #expect(Set(gateway.sink.records.map { $0.apnsID.lowercased() }) == Set(pushIDs))
+            await store.close()
+        }
     }
 
     @Test("SIGKILL with pushes queued and leased: after a restart every accepted push is delivered")
     func sigkillDurability() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let gateway = try await GatewayFixture.start()
-        let keyFile = try gateway.writeKeyFile()
-        let database = folder.file("relay.sqlite")
-        // First life: APNs unreachable (nothing listens on port 9 of loopback), so nothing can be delivered.
-        let first = try await RelayProcess(
-            folder: folder,
-            name: "first",
-            database: database,
-            apnsURL: "https://127.0.0.1:9",
-            apnsCA: gateway.server.caCertificatePath,
-            keyFile: keyFile
-        )
-        defer { first.stop() }
-        let alice = try TestUser.make("alice", devices: ["laptop"])
-        let bob = try TestUser.make("bob")
-        let token = DeliveryToken()
-        var bodies: Set<[UInt8]> = []
-        var accepted = 0
-        try await withClient(first.baseURL, ca: first.caPath) { client in
-            try await Self.enroll(bob, token: token, client: client)
-            for round in 0..<20 {
-                let sealed = try bob.devices.map {
-                    ($0.deviceID, try bob.sealText(from: alice.devices[0], to: $0.deviceID, body: "\(round)"))
+        try await GatewayFixture.with { gateway in
+            let keyFile = try gateway.writeKeyFile()
+            let database = folder.file("relay.sqlite")
+            // First life: APNs unreachable (nothing listens on port 9 of loopback), so nothing can be delivered.
+            let first = try await RelayProcess(
+                folder: folder,
+                name: "first",
+                database: database,
+                apnsURL: "https://127.0.0.1:9",
+                apnsCA: gateway.server.caCertificatePath,
+                keyFile: keyFile
+            )
+            defer { first.stop() }
+            let alice = try TestUser.make("alice", devices: ["laptop"])
+            let bob = try TestUser.make("bob")
+            let token = DeliveryToken()
+            var bodies: Set<[UInt8]> = []
+            var accepted = 0
+            try await withClient(first.baseURL, ca: first.caPath) { client in
+                try await Self.enroll(bob, token: token, client: client)
+                for round in 0..<20 {
+                    let sealed = try bob.devices.map {
+                        ($0.deviceID, try bob.sealText(from: alice.devices[0], to: $0.deviceID, body: "\(round)"))
+                    }
+                    bodies.formUnion(sealed.map(\.1.body))
+                    let response = try await client.submit(
+                        userID: "bob",
+                        pushes: sealed.map { ($0.0, $0.1.envelope) },
+                        token: token
+                    )
+                    accepted += response.pushes.count
                 }
-                bodies.formUnion(sealed.map(\.1.body))
-                let response = try await client.submit(
-                    userID: "bob",
-                    pushes: sealed.map { ($0.0, $0.1.envelope) },
-                    token: token
-                )
-                accepted += response.pushes.count
             }
-        }
-        #expect(accepted == 40)
-        first.signal(SIGKILL)
-        #expect(try await first.waitForExit() == SIGKILL)
+            #expect(accepted == 40)
+            first.signal(SIGKILL)
+            #expect(try await first.waitForExit() == SIGKILL)
 
-        // Second life on the same file, APNs reachable.
-        let second = try await RelayProcess(
-            folder: folder,
-            name: "second",
-            database: database,
-            apnsURL: gateway.baseURL,
-            apnsCA: gateway.server.caCertificatePath,
-            keyFile: keyFile
-        )
-        defer { second.stop() }
-        // Bounded wait: leases last 5 s, backoffs a few seconds; the assertion is on the pushes.
-        try await waitUntil(tries: 600, every: .milliseconds(50)) {
-            Set(gateway.sink.records.map(\.bodyBytes)).count >= 40
+            // Second life on the same file, APNs reachable.
+            let second = try await RelayProcess(
+                folder: folder,
+                name: "second",
+                database: database,
+                apnsURL: gateway.baseURL,
+                apnsCA: gateway.server.caCertificatePath,
+                keyFile: keyFile
+            )
+            defer { second.stop() }
+            // Bounded wait: leases last 5 s, backoffs a few seconds; the assertion is on the pushes.
+            try await waitUntil(tries: 600, every: .milliseconds(50)) {
+                Set(gateway.sink.records.map(\.bodyBytes)).count >= 40
+            }
+            let deliveredAll = Set(gateway.sink.records.map(\.bodyBytes)) == bodies
+            #expect(deliveredAll, "\(second.stderr.suffix(3000))")
+            second.signal(SIGTERM)
+            #expect(try await second.waitForExit() == 0)
+            let store = try SQLiteRelayStore(path: database)
+            #expect(try await store.counts() == [.delivered: 40])
+            await store.close()
         }
-        let deliveredAll = Set(gateway.sink.records.map(\.bodyBytes)) == bodies
-        #expect(deliveredAll, "\(second.stderr.suffix(3000))")
-        second.signal(SIGTERM)
-        #expect(try await second.waitForExit() == 0)
-        let store = try SQLiteRelayStore(path: database)
-        #expect(try await store.counts() == [.delivered: 40])
-        await store.close()
-        await gateway.stop()
     }
 
-    @Test("a second relay on the same SQLite file exits 1 with the lock named; no crash")
+    @Test("a second relay on the same SQLite file exits 69 (database unusable) with the lock named; no crash")
     func secondProcessOnOneFile() async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        let gateway = try await GatewayFixture.start()
-        let keyFile = try gateway.writeKeyFile()
-        let database = folder.file("relay.sqlite")
-        let first = try await RelayProcess(
-            folder: folder,
-            name: "first",
-            database: database,
-            apnsURL: gateway.baseURL,
-            apnsCA: gateway.server.caCertificatePath,
-            keyFile: keyFile
-        )
-        defer { first.stop() }
-        let second = Process()
-        second.executableURL = URL(fileURLWithPath: try RelayProcess.binary())
-        second.arguments = [
-            "serve", "--database", database, "--port", "0", "--self-signed-tls-dir", folder.file("second-tls"),
-            "--apns-url", gateway.baseURL, "--apns-ca", gateway.server.caCertificatePath, "--apns-key-file", keyFile,
-            "--apns-key-id", GatewayFixture.keyID, "--apns-team-id", GatewayFixture.teamID,
-        ]
-        let errors = Pipe()
-        second.standardError = errors
-        second.standardOutput = FileHandle.nullDevice
-        try second.run()
-        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        second.waitUntilExit()
-        #expect(second.terminationReason == .exit)
-        #expect(second.terminationStatus == 1)
-        #expect(stderr.contains("another process holds the database locked"), "\(stderr.suffix(1000))")
-        first.signal(SIGTERM)
-        #expect(try await first.waitForExit() == 0)
-        await gateway.stop()
+        try await GatewayFixture.with { gateway in
+            let keyFile = try gateway.writeKeyFile()
+            let database = folder.file("relay.sqlite")
+            let first = try await RelayProcess(
+                folder: folder,
+                name: "first",
+                database: database,
+                apnsURL: gateway.baseURL,
+                apnsCA: gateway.server.caCertificatePath,
+                keyFile: keyFile
+            )
+            defer { first.stop() }
+            let second = Process()
+            second.executableURL = URL(fileURLWithPath: try RelayProcess.binary())
+            second.arguments = [
+                "serve", "--database", database, "--port", "0", "--self-signed-tls-dir", folder.file("second-tls"),
+                "--apns-url", gateway.baseURL, "--apns-ca", gateway.server.caCertificatePath, "--apns-key-file",
+                keyFile,
+                "--apns-key-id", GatewayFixture.keyID, "--apns-team-id", GatewayFixture.teamID,
+            ]
+            let errors = Pipe()
+            second.standardError = errors
+            second.standardOutput = FileHandle.nullDevice
+            try second.run()
+            let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            second.waitUntilExit()
+            #expect(second.terminationReason == .exit)
+            #expect(second.terminationStatus == 69)
+            #expect(stderr.contains("another process holds the database locked"), "\(stderr.suffix(1000))")
+            first.signal(SIGTERM)
+            #expect(try await first.waitForExit() == 0)
+        }
     }
 
     @Test("a lease shorter than a push can be in flight is refused as a usage error (exit 64)")

@@ -131,15 +131,12 @@ struct ServiceFixture: Sendable {
     }
 
     /// Runs `body` with a fresh fixture and cleans it up however `body` ends.
-    static func with(_ body: (ServiceFixture) async throws -> Void) async throws {
-        let fixture = try await ServiceFixture()
-        do {
-            try await body(fixture)
-        } catch {
-            await fixture.cleanup()
-            throw error
-        }
-        await fixture.cleanup()
+    static func with<T>(
+        logger: Logger = Logger(label: "relay-test"),
+        _ body: (ServiceFixture) async throws -> T
+    ) async throws -> T {
+        let fixture = try await ServiceFixture(logger: logger)
+        return try await withCleanup(fixture, { await $0.cleanup() }, body)
     }
 
     /// Publishes `user`'s list, registers every device's address and gives the user `token`.
@@ -211,4 +208,22 @@ func waitUntil(tries: Int, every interval: Duration, _ done: () async throws -> 
         if try await done() { return }
         try await Task.sleep(for: interval)
     }
+}
+
+/// Runs `body` with `value`, then `cleanup(value)` however `body` ends (returned or threw): a client, gateway or
+/// fixture made in a test is shut down on every path, never left to a deinit that traps.
+func withCleanup<R, T>(
+    _ value: R,
+    _ cleanup: (R) async -> Void,
+    _ body: (R) async throws -> T
+) async throws -> T {
+    let result: T
+    do {
+        result = try await body(value)
+    } catch {
+        await cleanup(value)
+        throw error
+    }
+    await cleanup(value)
+    return result
 }

@@ -254,7 +254,12 @@ public final class RelayService: Sendable {
             self.metrics.submit(response.duplicate ? "duplicate" : "accepted")
             return response
         } catch {
-            self.metrics.submit(error.code == .storageUnavailable ? "storage-unavailable" : "refused")
+            let outcome =
+                switch error.code {
+                case .storageUnavailable, .storageFull: error.code.rawValue
+                default: "refused"
+                }
+            self.metrics.submit(outcome)
             throw error
         }
     }

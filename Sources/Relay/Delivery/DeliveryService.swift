@@ -110,12 +110,15 @@ public final class DeliveryService: Service, Sendable {
     @discardableResult
     public func runOnce() async -> Int {
         let leaseMs = Int64(self.configuration.lease.components.seconds * 1000)
+        let leasedAtMs = self.now()
+        // Real time, not `now` (tests inject a manual clock): how long outcomes may wait to be recorded.
+        let leaseEnds = ContinuousClock.now + self.configuration.lease
         let batch: [LeasedPush]
         do {
             batch = try await self.store.lease(
                 owner: self.configuration.owner,
                 limit: self.configuration.batchSize,
-                nowMs: self.now(),
+                nowMs: leasedAtMs,
                 leaseMs: leaseMs
             )
         } catch {
@@ -159,7 +162,7 @@ public final class DeliveryService: Service, Sendable {
             for await part in group { all += part }
             return all
         }
-        await self.record(settled)
+        await self.record(settled, leaseEnds: leaseEnds)
         return batch.count
     }
 
@@ -243,7 +246,11 @@ public final class DeliveryService: Service, Sendable {
     }
 
     /// Records a batch's outcomes in one transaction and counts them.
-    private func record(_ settled: [Settled]) async {
+    ///
+    /// While the store cannot write (PostgreSQL down, a full disk) the outcomes are kept and recording is retried
+    /// until the lease ends: pushes APNs already took are not sent again. Only after the lease (or on shutdown) are
+    /// they left to be leased again, so delivery stays at least once.
+    private func record(_ settled: [Settled], leaseEnds: ContinuousClock.Instant) async {
         guard !settled.isEmpty else { return }
         let now = self.now()
         for item in settled {
@@ -256,20 +263,31 @@ public final class DeliveryService: Service, Sendable {
                 ]
             )
         }
-        let results: [CompletionResult]
-        do {
-            results = try await self.store.complete(
-                settled.map { Completion(pushID: $0.push.pushID, outcome: $0.outcome) },
-                owner: self.configuration.owner,
-                nowMs: now
-            )
-        } catch {
-            // The leases run out and the pushes are delivered again: at least once.
-            self.logger.warning(
-                "could not record delivery outcomes; the pushes will be leased again",
-                metadata: ["pushes": "\(settled.count)", "error": "\(error.code)"]
-            )
-            return
+        let completions = settled.map { Completion(pushID: $0.push.pushID, outcome: $0.outcome) }
+        var results: [CompletionResult] = []
+        var pause: Duration = .milliseconds(250)
+        while true {
+            do {
+                results = try await self.store.complete(completions, owner: self.configuration.owner, nowMs: now)
+                break
+            } catch {
+                let give =
+                    self.stopping.load(ordering: .relaxed) || Task.isCancelled || ContinuousClock.now >= leaseEnds
+                if give {
+                    // The leases run out and the pushes are delivered again: at least once.
+                    self.logger.warning(
+                        "could not record delivery outcomes; the pushes will be leased again",
+                        metadata: ["pushes": "\(settled.count)", "error": "\(error.code)"]
+                    )
+                    return
+                }
+                self.logger.warning(
+                    "could not record delivery outcomes; retrying until the lease ends",
+                    metadata: ["pushes": "\(settled.count)", "error": "\(error.code)", "message": "\(error.message)"]
+                )
+                try? await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(2))
+            }
         }
         for (item, result) in zip(settled, results) {
             guard case .delivered = item.outcome else { continue }

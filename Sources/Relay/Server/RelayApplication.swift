@@ -80,7 +80,12 @@ public enum RelayApplication: Sendable {
         case .postgres(let url):
             store = try await PostgresRelayStore.connect(url: url, logger: logger)
         }
-        try await store.migrate()
+        do {
+            try await store.migrate()
+        } catch {
+            await store.close()
+            throw error
+        }
         return store
     }
 

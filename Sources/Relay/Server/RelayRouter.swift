@@ -59,11 +59,17 @@ public enum RelayRouter: Sendable {
             }
         }
         router.get("v1/health") { _, _ in
-            do {
+            do throws(RelayError) {
                 try await service.store.ping()
                 return Self.json(.ok, ["status": "ok"])
             } catch {
-                return Self.json(.serviceUnavailable, ["status": "database-unreachable"])
+                // The process runs; its database does not answer (or has no room): a load balancer sends elsewhere.
+                var response = Self.json(
+                    .serviceUnavailable,
+                    ["status": "database-unreachable", "message": error.message]
+                )
+                response.headers[Self.retryAfter] = "\(error.retryAfterSeconds ?? 1)"
+                return response
             }
         }
         router.get("metrics") { _, _ in

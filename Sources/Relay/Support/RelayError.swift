@@ -61,6 +61,8 @@ public struct RelayError: Error, Hashable, Sendable, CustomStringConvertible {
 
         // MARK: the relay's own faults
         public static let storageUnavailable = Code("storage-unavailable", 503)
+        /// The database's disk is full: nothing of the request was stored; pushes already accepted stay queued.
+        public static let storageFull = Code("storage-full", 507)
         public static let draining = Code("draining", 503)
         public static let configuration = Code("configuration", 500)
         public static let internalError = Code("internal-error", 500)

@@ -14,18 +14,33 @@ public final class PostgresRelayStore: RelayStore {
     private let logger: Logger
     /// `host:port/database`, for messages (never the password).
     public let endpoint: String
+    /// The most one operation may take, waiting for a connection included. While the server is down the pool
+    /// keeps requests waiting for up to a minute before it fails them; an API answer must come sooner (503), and a
+    /// client's request timeout is 10 s.
+    let operationTimeout: Duration
 
-    private init(client: PostgresClient, runner: Task<Void, Never>, logger: Logger, endpoint: String) {
+    private init(
+        client: PostgresClient,
+        runner: Task<Void, Never>,
+        logger: Logger,
+        endpoint: String,
+        operationTimeout: Duration
+    ) {
         self.client = client
         self.runner = runner
         self.logger = logger
         self.endpoint = endpoint
+        self.operationTimeout = operationTimeout
     }
 
     /// Connects to `url` (`postgres://user[:password]@host[:port]/database`) and checks the server answers.
     ///
     /// - Throws: `configuration` for a bad URL, `storage-unavailable` when the server does not answer.
-    public static func connect(url: String, logger: Logger) async throws(RelayError) -> PostgresRelayStore {
+    public static func connect(
+        url: String,
+        operationTimeout: Duration = .seconds(5),
+        logger: Logger
+    ) async throws(RelayError) -> PostgresRelayStore {
         guard let parsed = URL(string: url), ["postgres", "postgresql"].contains(parsed.scheme ?? ""),
             let host = parsed.host, !host.isEmpty, let user = parsed.user, !user.isEmpty
         else {
@@ -45,13 +60,29 @@ public final class PostgresRelayStore: RelayStore {
             tls: .disable
         )
         configuration.options.maximumConnections = 8
+        let endpoint = "\(host):\(port)/\(database)"
+        // One direct connection first: a refused port, an unknown user or database fails now, with the server's
+        // own reason, instead of after the pool's retries.
+        try await Self.probe(
+            PostgresConnection.Configuration(
+                host: host,
+                port: port,
+                username: user,
+                password: parsed.password,
+                database: database.isEmpty ? nil : database,
+                tls: .disable
+            ),
+            endpoint: endpoint,
+            logger: logger
+        )
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let runner = Task { await client.run() }
         let store = PostgresRelayStore(
             client: client,
             runner: runner,
             logger: logger,
-            endpoint: "\(host):\(port)/\(database)"
+            endpoint: endpoint,
+            operationTimeout: operationTimeout
         )
         // The pool retries a refused connection for about a minute; at start, ten seconds say enough.
         let answered = await withTaskGroup(of: Bool?.self) { group in
@@ -73,6 +104,34 @@ public final class PostgresRelayStore: RelayStore {
             )
         }
         return store
+    }
+
+    /// Opens and closes one connection; throws `storage-unavailable` with the reason it failed.
+    private static func probe(
+        _ configuration: PostgresConnection.Configuration,
+        endpoint: String,
+        logger: Logger
+    ) async throws(RelayError) {
+        do {
+            let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+            try? await connection.close()
+        } catch {
+            throw RelayError(
+                .storageUnavailable,
+                "PostgreSQL at \(endpoint) cannot be reached: \(Self.detail(error)); check that the server runs and "
+                    + "listens there, and that the URL's user and database exist, then start e2ee-relay again"
+            )
+        }
+    }
+
+    /// What went wrong, without the password: the server's message, or the connection's error.
+    private static func detail(_ error: any Error) -> String {
+        if let psql = error as? PSQLError {
+            if let message = psql.serverInfo?[.message] { return message }
+            if let underlying = psql.underlying { return "\(underlying)" }
+            return "\(psql.code)"
+        }
+        return "\(error)"
     }
 
     /// Creates database `name` on the server of `url` (tests give each run its own database).
@@ -100,39 +159,69 @@ public final class PostgresRelayStore: RelayStore {
                 return self.failure(inner, operation)
             }
         }
-        let detail: String
-        if let psql = error as? PSQLError {
-            detail = psql.serverInfo?[.message] ?? "\(psql.code)"
-        } else {
-            detail = "\(error)"
-        }
         return RelayError(
             .storageUnavailable,
-            "PostgreSQL at \(self.endpoint) failed during \(operation): \(detail); the relay retries, nothing accepted is lost",
+            "PostgreSQL at \(self.endpoint) failed during \(operation): \(Self.detail(error)); send the request "
+                + "again (a submit with the same Idempotency-Key: one that did reach the database is answered as a "
+                + "duplicate); pushes already accepted stay queued, the relay reconnects by itself",
             retryAfterSeconds: 1
         )
     }
 
+    /// The answer when the database does not answer within ``operationTimeout`` (server down, network cut).
+    private func timedOut(_ operation: String) -> RelayError {
+        RelayError(
+            .storageUnavailable,
+            "PostgreSQL at \(self.endpoint) did not answer within \(self.operationTimeout) during \(operation); send "
+                + "the request again (a submit with the same Idempotency-Key: one that did reach the database is "
+                + "answered as a duplicate); pushes already accepted stay queued, the relay reconnects by itself",
+            retryAfterSeconds: 1
+        )
+    }
+
+    /// Runs `body` within ``operationTimeout``; on timeout it is cancelled (a wait for a connection ends at once).
+    private func bounded<T: Sendable>(
+        _ operation: String,
+        _ body: @escaping @Sendable () async throws -> T
+    ) async throws(RelayError) -> T {
+        let timeout = self.operationTimeout
+        let first = await withTaskGroup(of: Result<T, any Error>?.self) { group in
+            group.addTask {
+                do { return .success(try await body()) } catch { return .failure(error) }
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        switch first {
+        case .success(let value): return value
+        case .failure(let error): throw self.failure(error, operation)
+        case nil: throw self.timedOut(operation)
+        }
+    }
+
     private func transaction<T: Sendable>(
         _ operation: String,
-        _ body: @Sendable (PostgresConnection) async throws -> T
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws(RelayError) -> T {
-        do {
-            return try await self.client.withTransaction(logger: self.logger) { connection in try await body(connection)
-            }
-        } catch {
-            throw self.failure(error, operation)
+        let client = self.client
+        let logger = self.logger
+        return try await self.bounded(operation) {
+            try await client.withTransaction(logger: logger) { connection in try await body(connection) }
         }
     }
 
     private func read<T: Sendable>(
         _ operation: String,
-        _ body: @Sendable (PostgresConnection) async throws -> T
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws(RelayError) -> T {
-        do {
-            return try await self.client.withConnection { connection in try await body(connection) }
-        } catch {
-            throw self.failure(error, operation)
+        let client = self.client
+        return try await self.bounded(operation) {
+            try await client.withConnection { connection in try await body(connection) }
         }
     }
 

@@ -1,5 +1,12 @@
 // This folder is the only place in Relay that touches the sqlite3 C API.
 import CSQLite
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// One SQLite connection, owned by one ``SQLiteRelayStore`` and used only under its lock.
 ///
@@ -7,6 +14,8 @@ import CSQLite
 /// `storage-unavailable`. Prepared statements are cached by their SQL text and finalized when the connection closes.
 final class SQLiteConnection {
     private let handle: OpaquePointer
+    /// The database file (its folder's free space and the process's file-size limit explain a failed write).
+    private let path: String
     private var statements: [String: OpaquePointer] = [:]
 
     /// Opens (creating if needed) the database file at `path`.
@@ -20,6 +29,7 @@ final class SQLiteConnection {
             throw Self.error(rc, "open \(path)", message)
         }
         self.handle = db
+        self.path = path
     }
 
     deinit {
@@ -30,7 +40,37 @@ final class SQLiteConnection {
     /// Throws a typed error unless `rc` is one of SQLite's success codes (OK, ROW, DONE).
     func check(_ rc: Int32, _ operation: @autoclosure () -> String) throws(RelayError) {
         guard rc != SQLITE_OK, rc != SQLITE_ROW, rc != SQLITE_DONE else { return }
-        throw Self.error(rc, operation(), String(cString: sqlite3_errmsg(handle)))
+        let systemErrno = sqlite3_system_errno(handle)
+        let message = String(cString: sqlite3_errmsg(handle))
+        if rc & 0xff == SQLITE_IOERR, !Self.isFull(rc, systemErrno: systemErrno), let room = Self.noRoom(self.path) {
+            // SQLite does not always keep the errno of a refused write: ask the file system and the limits.
+            throw Self.error(rc, operation(), "\(message); \(room)", systemErrno: ENOSPC)
+        }
+        throw Self.error(rc, operation(), message, systemErrno: systemErrno)
+    }
+
+    /// Why the database's files cannot grow, if they cannot: the folder's file system has (almost) no free blocks
+    /// for this user, or a file is at the process's file-size limit (RLIMIT_FSIZE). nil when there is room.
+    static func noRoom(_ path: String) -> String? {
+        let folder =
+            (path as NSString).deletingLastPathComponent.isEmpty
+            ? "." : (path as NSString).deletingLastPathComponent
+        var fs = statvfs()
+        if statvfs(folder, &fs) == 0 {
+            let free = UInt64(fs.f_bavail) * UInt64(fs.f_frsize)
+            if free < 1 << 20 { return "the file system of \(folder) has \(free) bytes free" }
+        }
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max {
+            for file in [path, path + "-wal", path + "-journal"] {
+                var info = stat()
+                // A page and a WAL frame header more would not fit.
+                if stat(file, &info) == 0, UInt64(info.st_size) + 65_536 + 24 > UInt64(limit.rlim_cur) {
+                    return "\(file) is at this process's file-size limit (RLIMIT_FSIZE \(limit.rlim_cur) bytes)"
+                }
+            }
+        }
+        return nil
     }
 
     /// Runs SQL that returns no rows (may contain several statements).
@@ -77,20 +117,39 @@ final class SQLiteConnection {
     /// The number of rows changed by the last INSERT, UPDATE or DELETE.
     var changes: Int { Int(sqlite3_changes(handle)) }
 
-    static func error(_ rc: Int32, _ operation: String, _ sqliteMessage: String) -> RelayError {
+    /// Whether a failed write means the file system has no room: SQLITE_FULL, or an I/O error whose `errno` is
+    /// ENOSPC, EDQUOT or EFBIG (a file-size limit: SQLite reports a write refused outright as an I/O error and a
+    /// short write as SQLITE_FULL).
+    static func isFull(_ rc: Int32, systemErrno: Int32) -> Bool {
         let primary = rc & 0xff
+        if primary == SQLITE_FULL { return true }
+        return primary == SQLITE_IOERR && [ENOSPC, EDQUOT, EFBIG].contains(systemErrno)
+    }
+
+    static func error(_ rc: Int32, _ operation: String, _ sqliteMessage: String, systemErrno: Int32 = 0) -> RelayError {
+        let primary = rc & 0xff
+        if Self.isFull(rc, systemErrno: systemErrno) {
+            return RelayError(
+                .storageFull,
+                "the disk of the SQLite database is full (\(sqliteMessage), code \(rc), errno \(systemErrno)) during "
+                    + "'\(operation.prefix(80))': nothing of this request was stored; free space on that disk (or move "
+                    + "the database to a larger one) and send again. Pushes already accepted stay queued and are "
+                    + "delivered once the relay can write again",
+                retryAfterSeconds: 30
+            )
+        }
         let advice: String
         switch primary {
-        case SQLITE_FULL: advice = "the disk is full: free space; the relay retries and has accepted nothing it lost"
         case SQLITE_BUSY, SQLITE_LOCKED:
             advice = "another process holds the database locked: run one relay per SQLite file (PostgreSQL for several)"
         case SQLITE_NOTADB, SQLITE_CORRUPT: advice = "the file is not a readable SQLite database: move it aside"
         case SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_PERM: advice = "check the path and its permissions"
         default: advice = "check the database file's disk and permissions"
         }
+        let errnoText = systemErrno != 0 ? ", errno \(systemErrno)" : ""
         return RelayError(
             .storageUnavailable,
-            "SQLite failed during '\(operation.prefix(80))': \(sqliteMessage) (code \(rc)); \(advice)",
+            "SQLite failed during '\(operation.prefix(80))': \(sqliteMessage) (code \(rc)\(errnoText)); \(advice)",
             retryAfterSeconds: 1
         )
     }

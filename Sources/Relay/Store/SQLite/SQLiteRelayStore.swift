@@ -1,6 +1,12 @@
 import Foundation
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The embedded store: one SQLite file, WAL mode, `synchronous=FULL`, one connection per process.
 ///
 /// A commit is on disk before any method returns, so the API's 202 follows a durable commit. Every method runs
@@ -15,15 +21,41 @@ public final class SQLiteRelayStore: RelayStore {
     ///
     /// - Throws: `storage-unavailable` with SQLite's reason.
     public init(path: String) throws(RelayError) {
-        let connection = try SQLiteConnection(path: path)
-        try connection.execute("PRAGMA busy_timeout=2000")
-        try connection.execute("PRAGMA journal_mode=WAL")
-        try connection.execute("PRAGMA synchronous=FULL")
-        try connection.execute("PRAGMA locking_mode=EXCLUSIVE")
-        // The exclusive lock is taken by the first write; take it now.
-        try connection.execute("BEGIN IMMEDIATE; COMMIT")
+        let connection: SQLiteConnection
+        do throws(RelayError) {
+            connection = try SQLiteConnection(path: path)
+            try connection.execute("PRAGMA busy_timeout=2000")
+            try connection.execute("PRAGMA journal_mode=WAL")
+            try connection.execute("PRAGMA synchronous=FULL")
+            try connection.execute("PRAGMA locking_mode=EXCLUSIVE")
+            // The exclusive lock is taken by the first write; take it now.
+            try connection.execute("BEGIN IMMEDIATE; COMMIT")
+        } catch {
+            throw Self.openError(path, error)
+        }
         self.path = path
         self.connection = Mutex(connection)
+    }
+
+    /// An open failure with the database named and, when the folder is the cause, what to do about it.
+    static func openError(_ path: String, _ error: RelayError) -> RelayError {
+        let folder =
+            (path as NSString).deletingLastPathComponent.isEmpty
+            ? "." : (path as NSString).deletingLastPathComponent
+        var isDirectory: ObjCBool = false
+        let reason: String
+        if !FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) {
+            reason = "its folder \(folder) does not exist: create it (mkdir -p) or pass another --database path"
+        } else if !isDirectory.boolValue {
+            reason = "\(folder) is not a folder: pass another --database path"
+        } else if access(folder, W_OK) != 0 {
+            reason =
+                "its folder \(folder) is not writable by this user (uid \(getuid())); SQLite creates the database and "
+                + "its -wal file there: fix the folder's permissions or pass another --database path"
+        } else {
+            return RelayError(error.code, "cannot open the SQLite database \(path): \(error.message)")
+        }
+        return RelayError(.storageUnavailable, "cannot open the SQLite database \(path): \(reason) (\(error.message))")
     }
 
     private func withConnection<T: Sendable>(
