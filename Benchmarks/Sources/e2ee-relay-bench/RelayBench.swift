@@ -1,0 +1,434 @@
+// e2ee-relay-bench: the push server measured from outside, as an operator runs it (docs/BENCHMARKS.md, "Relay").
+//
+// It starts the release binaries as processes: one `e2ee-gateway` (the local APNs, accepted pushes as JSON lines on
+// a pipe) and K `e2ee-relay serve` instances on one store (an embedded SQLite file for K = 1, or a PostgreSQL URL),
+// publishes bob's signed device list and push address through the relay, and submits N envelopes sealed beforehand
+// by `e2ee-send batch` (so sealing is not measured), C submits in flight, spread over the instances.
+//
+// It prints:
+//   - end-to-end pushes/s: N / (the last push accepted by the gateway − the first submit sent);
+//   - submit→APNs latency p50/p99: from the moment a submit is sent to the gateway's `received_at_ms` for that push
+//     (the relay answers 202 only after its durable commit, so this includes the commit, the queue and delivery);
+//   - the relay processes' CPU (user + system, /proc) per push, next to `e2ee-send deliver`'s CPU per push for the
+//     same N pushes (the same request lines, the same gateway, measured in the same run): the issue's target is a
+//     ratio of at most 1.5.
+//
+// Usage: swift run --package-path Benchmarks -c release e2ee-relay-bench --bin .build/release
+//          [--pushes N] [--instances K] [--database sqlite|postgres://…] [--concurrency C] [--workers W]
+import E2EECore
+import Foundation
+import Relay
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Options {
+    var bin = ".build/release"
+    var pushes = 10_000
+    var instances = 1
+    var database = "sqlite"
+    var concurrency = 64
+    var workers = 2
+
+    init(_ arguments: [String]) {
+        var iterator = arguments.makeIterator()
+        while let argument = iterator.next() {
+            let value = iterator.next() ?? ""
+            switch argument {
+            case "--bin": self.bin = value
+            case "--pushes": self.pushes = Int(value) ?? self.pushes
+            case "--instances": self.instances = Int(value) ?? self.instances
+            case "--database": self.database = value
+            case "--concurrency": self.concurrency = Int(value) ?? self.concurrency
+            case "--workers": self.workers = Int(value) ?? self.workers
+            default: Self.fail("unknown argument \(argument)")
+            }
+        }
+        if self.database == "postgres" {
+            guard let url = ProcessInfo.processInfo.environment["E2EE_RELAY_POSTGRES_URL"] else {
+                Self.fail("--database postgres needs E2EE_RELAY_POSTGRES_URL (run under ./scripts/with-postgres.sh)")
+            }
+            self.database = url
+        }
+        if self.database == "sqlite", self.instances != 1 {
+            Self.fail("the embedded SQLite store is for one relay process; use --database postgres for --instances > 1")
+        }
+    }
+
+    static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("e2ee-relay-bench: error: \(message)\n".utf8))
+        exit(64)
+    }
+}
+
+/// CPU seconds (user + system) of a running process, from /proc/PID/stat.
+func cpuSeconds(_ pid: Int32) -> Double {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let close = text.lastIndex(of: ")")
+    else { return 0 }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    // After the command: state is field 3, utime field 14, stime field 15 (1-based over the whole line).
+    let utime = Double(fields[11]) ?? 0
+    let stime = Double(fields[12]) ?? 0
+    return (utime + stime) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+@discardableResult
+func run(_ executable: String, _ arguments: [String], stdin: String? = nil, stdout: String? = nil) throws -> Int32 {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if let stdin { process.standardInput = FileHandle(forReadingAtPath: stdin) }
+    if let stdout {
+        _ = FileManager.default.createFile(atPath: stdout, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: stdout)
+    } else {
+        process.standardOutput = FileHandle.nullDevice
+    }
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        Options.fail("\(executable) \(arguments.first ?? "") exited with \(process.terminationStatus)")
+    }
+    return process.terminationStatus
+}
+
+func waitForPort(_ path: String, _ process: Process, _ what: String) async throws -> Int {
+    for _ in 0..<1200 {
+        if let text = try? String(contentsOfFile: path, encoding: .utf8),
+            let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        {
+            return port
+        }
+        guard process.isRunning else { break }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    Options.fail("\(what) did not start (no port in \(path))")
+}
+
+/// The gateway's accepted pushes, read from its stdout: apns-id (lowercased) → received_at_ms.
+final class GatewayLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var received: [String: Int64] = [:]
+
+    func start(_ pipe: Pipe) {
+        let handle = pipe.fileHandleForReading
+        Thread.detachNewThread {
+            var pending = Data()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { return }
+                pending.append(chunk)
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = pending[pending.startIndex..<newline]
+                    pending.removeSubrange(pending.startIndex...newline)
+                    guard let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any],
+                        let id = object["apns_id"] as? String,
+                        let at = (object["received_at_ms"] as? NSNumber)?.int64Value
+                    else { continue }
+                    self.lock.lock()
+                    self.received[id.lowercased()] = at
+                    self.lock.unlock()
+                }
+            }
+        }
+    }
+
+    var count: Int {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return self.received.count
+    }
+
+    func snapshot() -> [String: Int64] {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return self.received
+    }
+}
+
+func percentile(_ sorted: [Int64], _ p: Double) -> Int64 {
+    guard !sorted.isEmpty else { return 0 }
+    let rank = Int((p * Double(sorted.count)).rounded(.up)) - 1
+    return sorted[max(0, min(sorted.count - 1, rank))]
+}
+
+@main
+struct RelayBench {
+    static func main() async throws {
+        let options = Options(Array(CommandLine.arguments.dropFirst()))
+        let bin = URL(fileURLWithPath: options.bin).standardizedFileURL.path
+        let send = bin + "/e2ee-send"
+        let gatewayBinary = bin + "/e2ee-gateway"
+        let relayBinary = bin + "/e2ee-relay"
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("relay-bench-\(UUID().uuidString)")
+            .path
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let suffix = String(UUID().uuidString.prefix(8)).lowercased()
+        let bob = "bob-\(suffix)"
+        let topic = "com.example.e2ee"
+        let deviceToken = String(repeating: "ab", count: 32)
+
+        // Keys, and N request lines sealed offline (mixed kinds, as Tools/bench/pipeline_bench.py makes them).
+        let keys = work + "/keys"
+        try run(send, ["keygen", "--user-id", "alice", "--display-name", "Alice", "--out-dir", keys])
+        try run(
+            send,
+            [
+                "keygen", "--user-id", bob, "--display-name", "Bob", "--out-dir", keys, "--device-token", deviceToken,
+                "--topic", topic,
+            ]
+        )
+        var requests = ""
+        for i in 0..<options.pushes {
+            var request: [String: Any] = ["to": bob]
+            switch i % 4 {
+            case 0:
+                request["kind"] = "text"
+                request["thread"] = "t"
+                request["title"] = "Hi"
+                request["body"] = String(repeating: "x", count: (i * 37) % 900)
+            case 1:
+                request["kind"] = "receipt"
+                request["message_ids"] = [String(format: "%032x", i)]
+            case 2:
+                request["kind"] = "cancel"
+                request["call_id"] = UUID().uuidString
+                request["reason"] = "remoteEnded"
+            default:
+                request["kind"] = "call"
+                request["call_id"] = UUID().uuidString
+                request["ring_timeout"] = 3600
+            }
+            let line = try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys])
+            requests += String(decoding: line, as: UTF8.self) + "\n"
+        }
+        try requests.write(toFile: work + "/requests.jsonl", atomically: true, encoding: .utf8)
+        try run(
+            send,
+            ["batch", "--identity", keys + "/alice.identity", "--contacts", keys],
+            stdin: work + "/requests.jsonl",
+            stdout: work + "/lines.jsonl"
+        )
+        let lines = try String(contentsOfFile: work + "/lines.jsonl", encoding: .utf8).split(separator: "\n")
+        var envelopes: [Envelope] = []
+        for line in lines {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                let body = object["body"] as? String,
+                let payload = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
+                let base64 = payload["e2ee"] as? String,
+                let bytes = Data(base64Encoded: base64)
+            else { Options.fail("e2ee-send batch printed a line without an envelope") }
+            envelopes.append(try Envelope(parsing: Array(bytes)))
+        }
+        guard envelopes.count == options.pushes else { Options.fail("sealed \(envelopes.count) of \(options.pushes)") }
+
+        // The local APNs.
+        let apns = work + "/apns"
+        try run(
+            gatewayBinary,
+            ["provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", apns]
+        )
+        let gateway = Process()
+        gateway.executableURL = URL(fileURLWithPath: gatewayBinary)
+        gateway.arguments = [
+            "serve", "--port-file", work + "/gateway.port", "--tls-dir", work + "/gateway-tls", "--topic", topic,
+            "--provider-key", "TEAM123456:KEY1234567:\(apns)/AuthKey_KEY1234567.pub.pem", "--log-level", "error",
+        ]
+        let gatewayOut = Pipe()
+        gateway.standardOutput = gatewayOut
+        gateway.standardError = FileHandle.nullDevice
+        try gateway.run()
+        let log = GatewayLog()
+        log.start(gatewayOut)
+        let gatewayPort = try await waitForPort(work + "/gateway.port", gateway, "e2ee-gateway")
+        let apnsOptions = [
+            "--apns-url", "https://127.0.0.1:\(gatewayPort)", "--apns-ca", work + "/gateway-tls/ca.pem",
+            "--apns-key-file", apns + "/AuthKey_KEY1234567.p8", "--apns-key-id", "KEY1234567",
+            "--apns-team-id", "TEAM123456",
+        ]
+
+        // The relay instances.
+        var relays: [Process] = []
+        var clients: [RelayClient] = []
+        let database = options.database == "sqlite" ? work + "/relay.sqlite" : options.database
+        for index in 0..<options.instances {
+            let relay = Process()
+            relay.executableURL = URL(fileURLWithPath: relayBinary)
+            relay.arguments =
+                [
+                    "serve", "--database", database, "--port", "0", "--port-file", work + "/relay\(index).port",
+                    "--self-signed-tls-dir", work + "/relay\(index)-tls", "--workers", "\(options.workers)",
+                    "--recipient-rate", "100000000", "--token-rate", "100000000", "--log-level", "error",
+                ] + apnsOptions
+            relay.standardOutput = FileHandle.nullDevice
+            relay.standardError = FileHandle.nullDevice
+            try relay.run()
+            relays.append(relay)
+            let port = try await waitForPort(work + "/relay\(index).port", relay, "e2ee-relay instance \(index)")
+            clients.append(
+                try RelayClient(
+                    baseURL: "https://127.0.0.1:\(port)",
+                    trustedCAPEMPath: work + "/relay\(index)-tls/ca.pem",
+                    timeout: .seconds(60)
+                )
+            )
+        }
+
+        // Bob's list, push address and delivery token, through the relay.
+        let identity = try Identity.load(path: keys + "/\(bob).identity")
+        let list = try DeviceList.parse(Array(try Data(contentsOf: URL(fileURLWithPath: keys + "/\(bob).card.json"))))
+        let token = DeliveryToken()
+        _ = try await clients[0].publish(list)
+        try await clients[0].registerPush(
+            userID: bob,
+            deviceID: identity.deviceID,
+            address: PushAddress(deviceToken: deviceToken, topic: topic, environment: "development"),
+            signingKey: identity.signingKey
+        )
+        try await clients[0].setDeliveryTokens(
+            userID: bob,
+            deviceID: identity.deviceID,
+            tokens: [token],
+            signingKey: identity.signingKey
+        )
+
+        // Submit N pushes, C in flight, round-robin over the instances.
+        let relayCPUBefore = relays.map { cpuSeconds($0.processIdentifier) }
+        let gatewayCPUBefore = cpuSeconds(gateway.processIdentifier)
+        let selfCPUBefore = cpuSeconds(getpid())
+        let firstSubmitMs = nowMs()
+        let deviceID = identity.deviceID
+        let submitted: [(String, Int64)] = try await withThrowingTaskGroup(of: [(String, Int64)].self) { group in
+            let perTask = (options.pushes + options.concurrency - 1) / options.concurrency
+            for task in 0..<options.concurrency {
+                let range = (task * perTask)..<min(options.pushes, (task + 1) * perTask)
+                guard !range.isEmpty else { continue }
+                let client = clients[task % clients.count]
+                let mine = Array(envelopes[range])
+                group.addTask {
+                    var times: [(String, Int64)] = []
+                    for envelope in mine {
+                        let sentAt = nowMs()
+                        let answer = try await client.submit(
+                            userID: bob,
+                            pushes: [(deviceID, envelope)],
+                            token: token
+                        )
+                        times.append((answer.pushes[0].pushID.lowercased(), sentAt))
+                    }
+                    return times
+                }
+            }
+            var all: [(String, Int64)] = []
+            for try await times in group { all += times }
+            return all
+        }
+        let lastAcceptedMs = nowMs()
+        while log.count < options.pushes {
+            guard gateway.isRunning else { Options.fail("the gateway exited") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let relayCPU = zip(relays, relayCPUBefore).map { cpuSeconds($0.processIdentifier) - $1 }
+        let gatewayCPU = cpuSeconds(gateway.processIdentifier) - gatewayCPUBefore
+        let selfCPU = cpuSeconds(getpid()) - selfCPUBefore
+        let received = log.snapshot()
+        var latencies: [Int64] = []
+        var lastDeliveredMs: Int64 = 0
+        for (pushID, sentAt) in submitted {
+            guard let at = received[pushID] else { Options.fail("push \(pushID) was accepted but not delivered") }
+            latencies.append(at - sentAt)
+            lastDeliveredMs = max(lastDeliveredMs, at)
+        }
+        latencies.sort()
+        let seconds = Double(lastDeliveredMs - firstSubmitMs) / 1000
+        let metrics = (try? await clients[0].metricsText()) ?? ""
+        for client in clients { await client.shutdown() }
+        for relay in relays {
+            relay.terminate()
+            relay.waitUntilExit()
+        }
+
+        // `e2ee-send deliver` on the same pushes (the request lines `batch` printed), against the same gateway.
+        let before = log.count
+        let deliverCPU = try Self.childCPU(
+            send,
+            ["deliver", "--window", "200"] + apnsOptions,
+            stdin: work + "/lines.jsonl"
+        )
+        while log.count < before + options.pushes {
+            guard gateway.isRunning else { Options.fail("the gateway exited") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        gateway.terminate()
+        gateway.waitUntilExit()
+
+        let store = options.database == "sqlite" ? "SQLite" : "PostgreSQL"
+        let relayPerPush = relayCPU.reduce(0, +) / Double(options.pushes) * 1e6
+        let deliverPerPush = deliverCPU / Double(options.pushes) * 1e6
+        print(
+            "relay-bench: \(options.pushes) pushes, \(store), \(options.instances) instance(s), "
+                + "\(options.workers) delivery workers each, \(options.concurrency) submits in flight"
+        )
+        print(
+            String(
+                format: "  end to end: %.0f pushes/s (%.2f s from the first submit to the last push at the gateway; "
+                    + "all %d submits answered 202 after %.2f s)",
+                Double(options.pushes) / seconds,
+                seconds,
+                submitted.count,
+                Double(lastAcceptedMs - firstSubmitMs) / 1000
+            )
+        )
+        print(
+            "  submit→APNs latency: p50 \(percentile(latencies, 0.5)) ms, p99 \(percentile(latencies, 0.99)) ms, "
+                + "max \(latencies.last ?? 0) ms"
+        )
+        print(
+            String(
+                format: "  CPU per push: relay %.0f µs (%@), e2ee-send deliver %.0f µs: ratio %.2f× (target ≤ 1.5×)",
+                relayPerPush,
+                relayCPU.map { String(format: "%.2f s", $0) }.joined(separator: " + "),
+                deliverPerPush,
+                relayPerPush / deliverPerPush
+            )
+        )
+        print(
+            String(
+                format: "  also: gateway %.0f µs/push, this load generator %.0f µs/push (same 2 cores)",
+                gatewayCPU / Double(options.pushes) * 1e6,
+                selfCPU / Double(options.pushes) * 1e6
+            )
+        )
+        let duplicates = metrics.split(separator: "\n").first { $0.hasPrefix("relay_duplicate_deliveries_total") }
+        if let duplicates { print("  \(duplicates) (instance 0's count)") }
+    }
+
+    /// Runs a process to completion and returns its CPU seconds (bash's `times` for the child).
+    static func childCPU(_ executable: String, _ arguments: [String], stdin: String) throws -> Double {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        let quoted = ([executable] + arguments).map { "'\($0)'" }.joined(separator: " ")
+        process.arguments = ["-c", "\(quoted) < '\(stdin)' > /dev/null 2>&1; status=$?; times; exit $status"]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            Options.fail("\(executable) \(arguments.first ?? "") exited with \(process.terminationStatus)")
+        }
+        // `times` prints the shell's user/system times, then its children's: "0m1.234s 0m0.567s".
+        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n")
+        guard let children = lines.last else { Options.fail("no `times` output") }
+        return children.split(separator: " ").map { field -> Double in
+            let parts = field.dropLast().split(separator: "m")
+            return (Double(parts.first ?? "0") ?? 0) * 60 + (Double(parts.last ?? "0") ?? 0)
+        }.reduce(0, +)
+    }
+}
