@@ -1,5 +1,6 @@
 // This folder is the only place in Relay that touches the sqlite3 C API.
 import CSQLite
+import RelayClient
 
 /// One SQLite connection, owned by one ``SQLiteRelayStore`` and used only under its lock.
 ///

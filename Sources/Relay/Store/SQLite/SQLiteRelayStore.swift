@@ -1,4 +1,5 @@
 import Foundation
+public import RelayClient
 import Synchronization
 
 /// The embedded store: one SQLite file, WAL mode, `synchronous=FULL`, one connection per process.
