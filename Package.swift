@@ -8,7 +8,10 @@
 //   Sender             building uniform APNs requests, the APNs HTTP/2 provider, token auth
 //   APNsGateway        a local APNs-compatible HTTP/2 + TLS server (tests, demo)
 //   NotificationFilter the device side: decisions, call reporter, durable state (no HTTP/TLS stack)
+//   RelayClient        the relay's API as a client sees it (JSON bodies, errors, signed requests, delivery tokens)
+//                      and RelayClient over AsyncHTTPClient: what senders and devices link, without the server
 //   Relay              the app's push server (e2ee-relay): device lists, delivery tokens, durable queue, APNs delivery
+//                      (re-exports RelayClient)
 //   e2ee-*             thin executables over those libraries
 // The benchmarks (Benchmarks/) and fuzz targets (Fuzz/) are nested packages depending on this one by path.
 import PackageDescription
@@ -29,6 +32,7 @@ let package = Package(
         .library(name: "Sender", targets: ["Sender"]),
         .library(name: "NotificationFilter", targets: ["NotificationFilter"]),
         .library(name: "APNsGateway", targets: ["APNsGateway"]),
+        .library(name: "RelayClient", targets: ["RelayClient"]),
         .library(name: "Relay", targets: ["Relay"]),
         .executable(name: "e2ee-send", targets: ["e2ee-send"]),
         .executable(name: "e2ee-filter", targets: ["e2ee-filter"]),
@@ -118,9 +122,22 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "RelayClient",
+            dependencies: [
+                "E2EECore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "Relay",
             dependencies: [
                 "E2EECore",
+                "RelayClient",
                 "Sender",
                 "CSQLite",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -148,6 +165,7 @@ let package = Package(
             dependencies: [
                 "Sender",
                 "E2EECore",
+                "RelayClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -247,6 +265,7 @@ let package = Package(
             name: "RelayTests",
             dependencies: [
                 "Relay",
+                "RelayClient",
                 "Sender",
                 "E2EECore",
                 "APNsGateway",

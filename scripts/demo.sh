@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds release binaries and runs the end-to-end demo
-# (e2ee-gateway on loopback with TLS, e2ee-send delivering over HTTP/2, e2ee-filter consuming the spool).
+# (e2ee-send submitting to e2ee-relay, which delivers over HTTP/2 to e2ee-gateway on loopback with TLS, and
+# e2ee-filter consuming the gateway's spool).
 # Exits non-zero if any decision differs from the expected one.
+# E2EE_BUILD_DIR, if set, is SwiftPM's --scratch-path (a release build kept apart from the debug one in .build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/bootstrap.sh
 
+scratch=()
+if [[ -n "${E2EE_BUILD_DIR:-}" ]]; then scratch=(--scratch-path "$E2EE_BUILD_DIR"); fi
 echo "== build (release) ==" >&2
-swift build -c release --product e2ee-send >&2
-swift build -c release --product e2ee-filter >&2
-swift build -c release --product e2ee-gateway >&2
-exec python3 scripts/run-demo.py --bin "$(swift build -c release --show-bin-path)"
+for product in e2ee-send e2ee-filter e2ee-gateway e2ee-relay; do
+  swift build -c release ${scratch[@]+"${scratch[@]}"} --product "$product" >&2
+done
+exec python3 scripts/run-demo.py --bin "$(swift build -c release ${scratch[@]+"${scratch[@]}"} --show-bin-path)"

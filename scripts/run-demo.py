@@ -1,25 +1,32 @@
 #!/usr/bin/env python3
-"""The end-to-end demo: alice calls and texts bob, who has a phone and a tablet, through a local APNs gateway.
+"""The end-to-end demo: alice calls and texts bob, who has a phone and a tablet, through the push relay and a local
+APNs gateway.
 
-Runs the release binaries from --bin (e2ee-send, e2ee-gateway, e2ee-filter) in a fresh temporary folder (or
---work DIR):
+Runs the release binaries from --bin (e2ee-send, e2ee-relay, e2ee-gateway, e2ee-filter) in a fresh temporary folder
+(or --work DIR):
 
   1. identities: alice (one device) and bob's phone (keygen: it holds bob's user key); bob rotates the phone's
      device key after a copy of his OLD list is kept; bob's tablet makes a device request and the phone signs it in;
   2. an APNs provider key (ES256) for the gateway and the senders;
   3. e2ee-gateway serve: TLS + HTTP/2 on 127.0.0.1, an ephemeral port, every push appended to one spool file;
+     e2ee-relay serve (embedded SQLite, a throwaway loopback CA, an ephemeral port) holding the APNs key and
+     delivering to that gateway; alice and bob publish their lists (e2ee-send relay publish), every device registers
+     its push address (relay register) and each user sets a delivery token (relay tokens) handed to the other;
   4. three e2ee-filter run daemons on that spool, each taking only its own device token: bob's phone, bob's
      tablet, alice's phone;
-  5. a scripted mix of pushes delivered over HTTP/2 by e2ee-send: every message to bob fans out to both of his
-     devices; the phone answers one call (e2ee-filter answer | e2ee-send batch) and the tablet stops; the tablet
+  5. a scripted mix of pushes sent by e2ee-send --relay (the senders hold no APNs key; each request is submitted,
+     then the demo waits for the relay to deliver it, so every device sees the scripted order): every message to
+     bob fans out to both of his devices; the phone answers one call (e2ee-filter answer | e2ee-send batch) and the tablet stops; the tablet
      declines another and the phone stops while alice's phone learns it was declined; bob removes the tablet and
      the next text reaches the phone only; a copy of bob's list with an injected device is refused by the sender;
+     the replayed and tampered copies are injected straight into the gateway (an attacker on the APNs path);
   6. waits for one decision per push on the device it was addressed to, then SIGTERM to every filter (each must
-     exit 0) and the gateway;
+     exit 0), the relay (must exit 0) and the gateway;
   7. prints what the relay and Apple saw next to what each device decided, and checks every decision.
 
 Exit status 0 only if every decision and reason is the expected one, every push carried the same headers (except
-apns-id) and the same body length, every filter exited 0 on SIGTERM and no call rang twice on a device. Python 3
+apns-id) and the same body length, every filter exited 0 on SIGTERM, no call rang twice on a device, and the relay's
+metrics count one APNs 200 per push it accepted. Python 3
 standard library only.
 """
 
@@ -32,10 +39,12 @@ import os
 import secrets
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from dataclasses import dataclass, field
 
@@ -63,6 +72,7 @@ class Push:
     call: str | None = None
     device: str = ""  # user/device it was addressed to
     sender: str = ""  # user/device that sent it
+    relayed: bool = False  # submitted to the relay (else injected straight into the gateway)
 
 
 @dataclass
@@ -177,9 +187,94 @@ class Demo:
         self.mark("identities (bob: phone + tablet, list v3)")
 
     def publish_bob(self) -> None:
-        """What a relay would do: everyone fetches bob's current list."""
+        """bob's phone publishes his current list to the relay (once it runs); cards stay for the filters."""
         for folder in ("contacts-alice", "contacts-bob"):
             shutil.copyfile(self.path("bob-phone", "bob.card.json"), self.path(folder, "bob.card.json"))
+        if getattr(self, "relay_url", None):
+            self.run("e2ee-send", ["relay", "publish", "--card", "bob-phone/bob.card.json"] + self.relay_flags())
+
+    def relay_flags(self) -> list[str]:
+        return ["--relay", self.relay_url, "--relay-ca", self.path("run", "relay-tls", "ca.pem")]
+
+    def start_relay(self) -> None:
+        """e2ee-relay serve in front of the gateway; lists, push addresses and delivery tokens go through it."""
+        port_file = self.path("run", "relay.port")
+        self.relay = self.spawn(
+            "e2ee-relay",
+            ["serve", "--database", self.path("run", "relay.sqlite"), "--self-signed-tls-dir",
+             self.path("run", "relay-tls"), "--port", "0", "--port-file", port_file,
+             "--apns-url", f"https://127.0.0.1:{self.port}", "--apns-ca", self.path("run", "tls", "ca.pem"),
+             "--apns-key-file", self.p8, "--apns-key-id", KEY_ID, "--apns-team-id", TEAM_ID],
+            "relay.log",
+        )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if self.relay.poll() is not None:
+                raise DemoError(f"e2ee-relay exited {self.relay.returncode} at start: see {self.path('relay.log')}")
+            text = open(port_file).read().strip() if os.path.exists(port_file) else ""
+            if text.isdigit():
+                self.relay_url = f"https://127.0.0.1:{int(text)}"
+                break
+            if time.monotonic() > deadline:
+                raise DemoError(f"e2ee-relay wrote no port file within {START_TIMEOUT_S} s: see relay.log")
+            time.sleep(0.05)
+        self.mark("relay listening")
+        # Each user publishes its list; each device registers its push address (signed by its device key).
+        self.publish_bob()
+        self.run("e2ee-send", ["relay", "publish", "--card", "alice/alice.card.json"] + self.relay_flags())
+        for dev in DEVICES:
+            user = dev.split("/")[0]
+            self.run("e2ee-send", ["relay", "register", "--identity", f"{self.identity_folder(dev)}/{user}.identity",
+                                   "--device-token", self.tokens[dev], "--topic", TOPIC] + self.relay_flags())
+        # Each user sets a delivery token and hands it to its contacts (here: a file copy, mode 0600); bob's own
+        # devices send to bob too (the answered/declined cancels), so they hold bob's token as well.
+        for user, folder, contacts in (("bob", "bob-phone", ["contacts-alice", "contacts-bob"]),
+                                       ("alice", "alice", ["contacts-bob"])):
+            token = self.path(folder, f"{user}.delivery-token")
+            self.run("e2ee-send", ["relay", "tokens", "--identity", f"{folder}/{user}.identity", "--token-file", token,
+                                   "--create"] + self.relay_flags())
+            for target in contacts:
+                copy = self.path(target, f"{user}.delivery-token")
+                shutil.copyfile(token, copy)
+                os.chmod(copy, 0o600)
+        self.mark("lists published, 3 push addresses registered, delivery tokens handed over")
+
+    def relay_metrics(self) -> dict[str, float]:
+        """GET /metrics from the relay, over TLS with its loopback CA: {"name{labels}": value}."""
+        context = ssl.create_default_context(cafile=self.path("run", "relay-tls", "ca.pem"))
+        with urllib.request.urlopen(self.relay_url + "/metrics", context=context, timeout=10) as answer:
+            text = answer.read().decode()
+        metrics: dict[str, float] = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                try:
+                    metrics[name] = float(value)
+                except ValueError:
+                    pass
+        return metrics
+
+    def wait_in_spool(self, apns_ids: list[str], what: str) -> None:
+        """Waits until the relay has delivered these pushes to the gateway (they are in the spool)."""
+        deadline = time.monotonic() + DECISIONS_TIMEOUT_S
+        want = {a.lower() for a in apns_ids}
+        while True:
+            seen = set()
+            if os.path.exists(self.spool):
+                for line in open(self.spool).read().splitlines():
+                    if line.strip():
+                        try:
+                            seen.add(json.loads(line)["apns_id"].lower())
+                        except ValueError:
+                            pass  # a line being written
+            if want <= seen:
+                return
+            if self.relay.poll() is not None:
+                raise DemoError(f"e2ee-relay exited {self.relay.returncode}: see relay.log")
+            if time.monotonic() > deadline:
+                raise DemoError(f"{what}: the relay delivered {len(want & seen)} of {len(want)} pushes within "
+                                f"{DECISIONS_TIMEOUT_S} s: see relay.log")
+            time.sleep(0.02)
 
     def provider_key(self) -> None:
         self.run("e2ee-gateway", ["provider-key", "--team-id", TEAM_ID, "--key-id", KEY_ID, "--out-dir", "keys"])
@@ -240,16 +335,21 @@ class Demo:
 
     def send_batch(self, items: list[tuple[str, dict, dict[str, tuple[str, str]]]], sender: str = "alice/phone",
                    extra: list[str] | None = None) -> None:
-        """Delivers requests with `e2ee-send batch --deliver`; `items` are (label, request, expected per device)."""
+        """Sends requests with `e2ee-send batch --relay`; `items` are (label, request, expected per device).
+
+        One request per run, then the demo waits until the relay has delivered its pushes: the relay delivers
+        concurrently, so this keeps each device's pushes in the scripted order."""
         user = sender.split("/")[0]
-        lines = "".join(json.dumps(request) + "\n" for _, request, _ in items)
-        out = self.run(
-            "e2ee-send",
-            ["batch", "--identity", f"{self.identity_folder(sender)}/{user}.identity",
-             "--contacts", f"contacts-{user}"] + (extra or []) + self.delivery_flags(),
-            stdin=lines,
-        )
-        self.record_results(out, [(label, expected, request) for label, request, expected in items], "batch", sender)
+        for label, request, expected in items:
+            out = self.run(
+                "e2ee-send",
+                ["batch", "--identity", f"{self.identity_folder(sender)}/{user}.identity",
+                 "--contacts", f"contacts-{user}"] + (extra or []) + self.relay_flags(),
+                stdin=json.dumps(request) + "\n",
+            )
+            before = len(self.pushes)
+            self.record_results(out, [(label, expected, request)], "batch --relay", sender)
+            self.wait_in_spool([p.apns_id for p in self.pushes[before:]], label)
 
     def send_lines(self, items: list[tuple[str, str, dict[str, tuple[str, str]]]]) -> None:
         """Delivers request lines as they are with `e2ee-send deliver` (one line per device)."""
@@ -281,9 +381,12 @@ class Demo:
 
     def add_push(self, label: str, device: str, expected: tuple[str, str], result: dict, sender: str,
                  call: str | None) -> None:
-        if not result.get("ok") or result.get("status") != 200:
-            raise DemoError(f"{label} → {device}: not delivered: {json.dumps(result)}")
-        self.pushes.append(Push(label, expected, result["apns_id"].lower(), call, device, sender))
+        # Through the relay: accepted (202) with the relay's push id, which is the apns-id it delivers with.
+        # Straight to the gateway (`e2ee-send deliver`): APNs' 200.
+        relayed = result.get("relay_status") == 202 and result.get("relay_push_id") == result.get("apns_id")
+        if not result.get("ok") or not (relayed or result.get("status") == 200):
+            raise DemoError(f"{label} → {device}: not accepted: {json.dumps(result)}")
+        self.pushes.append(Push(label, expected, result["apns_id"].lower(), call, device, sender, relayed))
 
     def print_request(self, args: list[str]) -> list[str]:
         """The request lines `e2ee-send <kind>` prints without --deliver: one per device of bob's list."""
@@ -350,17 +453,20 @@ class Demo:
 
         replay = self.print_request(["text", "--thread", "lunch", "--body", "See you there."])
         tampered = [self.tamper(line) for line in self.print_request(["text", "--thread", "lunch", "--body", "No."])]
+        # An attacker on the APNs path (who holds an APNs key, or replays what it saw): these go straight into the
+        # gateway with `e2ee-send deliver`, not through the relay.
         self.send_lines(
-            [("text (first copy)", line, both("alert", "text")) for line in replay]
-            + [("same push replayed byte for byte", line, both("silence", "replay")) for line in replay]
-            + [("tampered push (1 base64 char)", line, both("fallback", "open-failed")) for line in tampered]
+            [("text (first copy, direct)", line, both("alert", "text")) for line in replay]
+            + [("same push replayed (direct)", line, both("silence", "replay")) for line in replay]
+            + [("tampered push (direct, 1 b64 char)", line, both("fallback", "open-failed")) for line in tampered]
         )
         self.mark("deliver: replay and tampered copies")
 
         # bob's OLD list (version 1: the phone only, its old key): alice has seen version 3, so her sender refuses it
         # as a rollback; a sender that never saw a newer list (fresh pins) uses it, and the old key still opens.
         refused = self.run("e2ee-send", ["text", "--identity", "alice/alice.identity", "--to", self.path("bob-old.card.json"),
-                                         "--body", "rolled back"], check=False, status=True)
+                                         "--body", "rolled back", "--contacts", "contacts-alice"] + self.relay_flags(),
+                           check=False, status=True)
         self.refusals.append(("bob's old list (v1) after v3", "older than version 3", refused))
         self.send_batch([
             ("text sealed to bob's OLD key", {"kind": "text", "to": self.path("bob-old.card.json"),
@@ -392,7 +498,8 @@ class Demo:
         with open(self.path("injected", "bob.card.json"), "w") as out:
             json.dump(card, out, indent=2, sort_keys=True)
         refused = self.run("e2ee-send", ["text", "--identity", "alice/alice.identity", "--to",
-                                         self.path("injected", "bob.card.json"), "--body", "to a ghost"],
+                                         self.path("injected", "bob.card.json"), "--body", "to a ghost",
+                                         "--contacts", "contacts-alice"] + self.relay_flags(),
                            check=False, status=True)
         self.refusals.append(("bob's list with an injected device", "did not sign in", refused))
         self.mark("tablet removed; injected list refused")
@@ -447,7 +554,8 @@ def cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def report(demo: Demo, spool: list[dict], statuses: dict[str, int], gateway_status: int) -> list[str]:
+def report(demo: Demo, spool: list[dict], statuses: dict[str, int], gateway_status: int, relay_status: int,
+           metrics: dict[str, float]) -> list[str]:
     """Prints the table and the checks; returns the list of failures."""
     failures: list[str] = []
     decisions = {dev: {d["seq"]: d for d in demo.decisions_of(dev)} for dev in DEVICES}
@@ -559,8 +667,21 @@ def report(demo: Demo, spool: list[dict], statuses: dict[str, int], gateway_stat
                 failures.append(f"{dev}: '{event}' event for {call}, which must not be a missed call there")
     print()
 
+    relayed = len([p for p in demo.pushes if p.relayed])
+    deliveries = {name.split('status="')[1].split('"')[0]: int(value) for name, value in metrics.items()
+                  if name.startswith("relay_deliveries_total{")}
+    accepted = int(metrics.get("relay_pushes_accepted_total", 0))
+    print(f"through the relay: {relayed} of {len(demo.pushes)} pushes (the other {len(demo.pushes) - relayed} were "
+          f"injected straight into the gateway); relay metrics: pushes accepted {accepted}, deliveries by status "
+          + ", ".join(f"{status}: {count}" for status, count in sorted(deliveries.items())))
+    if accepted != relayed or deliveries != {"200": relayed}:
+        failures.append(f"the relay accepted {accepted} pushes and recorded deliveries {deliveries}; want {relayed} "
+                        f"accepted and {{'200': {relayed}}}")
     print("e2ee-filter exit status after SIGTERM: "
-          + ", ".join(f"{dev} {status}" for dev, status in statuses.items()) + f"; e2ee-gateway: {gateway_status}")
+          + ", ".join(f"{dev} {status}" for dev, status in statuses.items())
+          + f"; e2ee-relay: {relay_status}; e2ee-gateway: {gateway_status}")
+    if relay_status != 0:
+        failures.append(f"e2ee-relay exited {relay_status} on SIGTERM (want 0)")
     for dev, status in statuses.items():
         if status != 0:
             failures.append(f"e2ee-filter ({dev}) exited {status} on SIGTERM (want 0)")
@@ -581,7 +702,8 @@ FORBIDDEN_EVENTS = {
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--bin", required=True, help="the folder holding the release e2ee-send, e2ee-gateway, e2ee-filter")
+    parser.add_argument("--bin", required=True,
+                        help="the folder holding the release e2ee-send, e2ee-relay, e2ee-gateway, e2ee-filter")
     parser.add_argument("--work", help="the work folder (default: a fresh temporary folder, removed on success)")
     args = parser.parse_args()
 
@@ -597,14 +719,17 @@ def main() -> int:
         demo.identities()
         demo.provider_key()
         demo.start_gateway()
+        demo.start_relay()
         demo.start_filters()
         demo.deliver_mix()
         demo.wait_for_decisions()
         statuses = {dev: demo.stop(child, f"e2ee-filter ({dev})") for dev, child in demo.filters.items()}
+        metrics = demo.relay_metrics()
+        relay_status = demo.stop(demo.relay, "e2ee-relay")
         gateway_status = demo.stop(demo.gateway, "e2ee-gateway")
-        demo.mark("filters and gateway stopped")
+        demo.mark("filters, relay and gateway stopped")
         spool = [json.loads(line) for line in open(demo.spool).read().splitlines() if line.strip()]
-        failures = report(demo, spool, statuses, gateway_status)
+        failures = report(demo, spool, statuses, gateway_status, relay_status, metrics)
     except DemoError as error:
         failures = [str(error)]
     except KeyboardInterrupt:
@@ -618,7 +743,7 @@ def main() -> int:
         print("\nDEMO FAILED:", file=sys.stderr)
         for failure in failures:
             print(f"  - {failure}", file=sys.stderr)
-        print(f"the work folder is kept: {work} (gateway.log, *.filter.log, run/spool.jsonl, *.decisions.jsonl, "
+        print(f"the work folder is kept: {work} (relay.log, gateway.log, *.filter.log, run/spool.jsonl, *.decisions.jsonl, "
               "*.events.jsonl)", file=sys.stderr)
         return 1
     if not args.work:

@@ -9,21 +9,31 @@ import Glibc
 import Darwin
 #endif
 
-/// `e2ee-send`: encrypts messages into uniform APNs requests and prints or delivers them.
+/// `e2ee-send`: encrypts messages into uniform APNs requests and prints them, submits them to the app's relay
+/// (`--relay`), or delivers them to APNs (`--deliver`).
 ///
 /// Exit codes (sysexits.h), mapped in one place (``runCLI(_:)``): 0 ok; 64 usage (bad flag or value, bad device
-/// token); 65 data (unknown recipient, unreadable card, too large, bad batch line); 66 missing key file; 69 APNs
-/// refused a push; 70 internal error (a bug: please report it); 73 cannot create an output file or folder; 74
+/// token); 65 data (unknown recipient, unreadable card, too large, bad batch line, no device reachable through the
+/// relay); 66 missing key file (or no delivery token file); 69 APNs refused a push, or the relay refused a submit
+/// (relay-refused); 70 internal error (a bug: please report it); 73 cannot create an output file or folder; 74
 /// standard output could not be written (closed pipe); 75 delivery failed for now (timeout, connection, retries
-/// exhausted); 76 a recipient's device list was refused (signing key changed, rollback, version reused, a device not
+/// exhausted; relay-unavailable: the relay could not be reached, rate limited or could not store); 76 a recipient's device list was refused (signing key changed, rollback, version reused, a device not
 /// signed in, bad list signature: nothing was sent to that user); 77 a secret file is readable by others, or the
-/// identity is locked and no passphrase file was given.
+/// identity is locked and no passphrase file was given, or the relay refused the delivery token
+/// (delivery-token-refused).
 @main
 struct E2EESend: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "e2ee-send",
         abstract: "Encrypt calls, cancels, texts and receipts into APNs pushes that all look alike.",
         discussion: """
+            The normal way to send is --relay https://host:port (the app's push server, e2ee-relay): the \
+            recipient's signed device list is fetched from the relay and checked against your pins like a card, \
+            one envelope is sealed per device the relay can deliver to (a device whose push address is \
+            unregistered or none is skipped, and its result line says so), and they are submitted with the \
+            recipient's delivery token (<contacts>/<user id>.delivery-token or --delivery-token-file, mode 0600). \
+            No APNs key is needed. --deliver sends to APNs directly (a server holding the APNs key); without \
+            either, the APNs requests are printed.
             Secrets come only from files: --identity (or $E2EE_IDENTITY_FILE naming the file), \
             --passphrase-file, --apns-key-file (or $APNS_KEY_PATH). Machine output is one JSON line per push on \
             stdout; messages go to stderr. A message to a user is sealed once per device of the user's signed \
@@ -31,16 +41,19 @@ struct E2EESend: AsyncParsableCommand {
             is pinned on first use (--pins, $E2EE_PINS_FILE, else pins.json next to the identity) and the \
             fingerprint printed to compare. The APNs topic is each device's push.topic unless --topic (or \
             $E2EE_TOPIC) overrides it.
-            Exit codes: 0 ok, 64 usage, 65 bad data (unknown recipient, bad card, too large, bad batch line), \
-            66 missing key, 69 APNs refused, 70 internal error, 73 cannot create a file, 74 cannot write stdout \
-            (a closed pipe: pushes asked for are still delivered), 75 delivery failed for now, 76 the recipient's \
+            Exit codes: 0 ok, 64 usage, 65 bad data (unknown recipient, bad card, too large, bad batch line, no \
+            device reachable through the relay), 66 missing key or delivery token file, 69 APNs refused \
+            (or relay-refused: the relay refused the submit, nothing queued), 70 internal error, 73 cannot create \
+            a file, 74 cannot write stdout (a closed pipe: pushes asked for are still delivered), 75 delivery \
+            failed for now (or relay-unavailable: send again later), 76 the recipient's \
             device list was refused (signing-key-changed: compare fingerprints, then `contact accept`; \
             list-rollback, list-version-reused, device-not-signed-in, bad-list-signature: do not send, get a fresh \
-            card), 77 insecure or locked key file.
+            card), 77 insecure or locked key file, or delivery-token-refused (ask the recipient for a current \
+            delivery token).
             """,
         subcommands: [
             Keygen.self, Device.self, Contact.self, Card.self, Rotate.self, Call.self, Cancel.self, Text.self,
-            Receipt.self, Batch.self, Deliver.self,
+            Receipt.self, Batch.self, Deliver.self, RelayCommands.self,
         ]
     )
 

@@ -12,10 +12,16 @@ struct SendOptions: ParsableArguments {
     @OptionGroup var pins: PinsOptions
     @OptionGroup var push: PushOptions
     @OptionGroup var delivery: DeliveryOptions
+    @OptionGroup var relay: RelayOptions
+    @OptionGroup var deliveryToken: DeliveryTokenOptions
 
-    /// Seals the message once per device of the recipient's accepted list and prints (or delivers) one line per
-    /// device; exits with the first failure's code.
+    /// Seals the message once per device of the recipient's accepted list and prints (or delivers, or submits to
+    /// the relay) one line per device; exits with the first failure's code.
     func send(_ makeContent: (Identity) throws(SenderError) -> MessageContent) async throws {
+        if self.relay.relay != nil {
+            try await self.sendThroughRelay(makeContent)
+            return
+        }
         try await runCLI {
             let id = try self.identity.load()
             var trust = try self.pins.trust(identityPath: self.identity.identityPath, contacts: self.recipient.contacts)
@@ -55,6 +61,59 @@ struct SendOptions: ParsableArguments {
                 } catch {
                     let outcome = self.delivery.deliver ? "were still delivered" : "were not sent"
                     throw SenderError(error.code, "\(error.message); the pushes asked for \(outcome)")
+                }
+            }
+            if let firstFailure { throw ExitCode(firstFailure.code.exitCode) }
+        }
+    }
+
+    /// `--relay`: fetches the recipient's list from the relay, seals one envelope per deliverable device, submits
+    /// them with the recipient's delivery token and prints one result line per device.
+    func sendThroughRelay(_ makeContent: (Identity) throws(SenderError) -> MessageContent) async throws {
+        try await runCLI {
+            try checkRelayFlags(self.delivery, self.push)
+            guard self.recipient.deviceToken == nil else {
+                throw SenderError(
+                    .usage,
+                    "--device-token does not go with --relay: the relay delivers to the address each device registered"
+                )
+            }
+            let id = try self.identity.load()
+            let trust = try self.pins.trust(identityPath: self.identity.identityPath, contacts: self.recipient.contacts)
+            guard let client = try self.relay.makeClient() else { return }
+            let lines: [SendResultLine]
+            do throws(SenderError) {
+                var sender = RelaySender(
+                    client: client,
+                    builder: PushBuilder(identity: id),
+                    trust: trust,
+                    contacts: self.recipient.contacts,
+                    tokenFile: self.deliveryToken.deliveryTokenFile
+                )
+                lines = try await sender.send(
+                    try makeContent(id),
+                    to: self.recipient.to,
+                    messageID: self.recipient.messageID ?? .random(),
+                    sentAtMs: self.recipient.sentAtMs,
+                    line: 1
+                )
+            } catch {
+                await client.shutdown()
+                throw error
+            }
+            await client.shutdown()
+            var firstFailure: SenderError?
+            for line in lines {
+                if let failure = line.failure {
+                    note("e2ee-send: error: device \(line.device ?? "-"): \(failure.message)")
+                    firstFailure = firstFailure ?? failure
+                } else if let skipped = line.skipped {
+                    note("e2ee-send: skipped device \(line.device ?? "-"): its push address at the relay is \(skipped)")
+                }
+                do throws(SenderError) {
+                    try printLine(line.jsonLine())
+                } catch {
+                    throw SenderError(error.code, "\(error.message); the pushes asked for were still queued")
                 }
             }
             if let firstFailure { throw ExitCode(firstFailure.code.exitCode) }
@@ -192,8 +251,10 @@ struct Batch: AsyncParsableCommand {
             line and the batch goes on. A line is sealed once per device of the recipient and gets one result \
             line per device, each naming "device"; a refused recipient (exit 76 codes) fails its lines and the \
             batch goes on. Input is streamed: sealing overlaps delivery, memory stays flat, results come in input \
-            order as soon as they are known. Exit status: 0 when every result succeeded, 74 when stdout could not \
-            be written, else the exit code of the first failed result.
+            order as soon as they are known. With --relay, lines are submitted one at a time in input order (each \
+            line's envelopes in one submit), each user's list is fetched from the relay once per run, and delivery \
+            tokens are read from --contacts DIR as <user id>.delivery-token. Exit status: 0 when every result \
+            succeeded, 74 when stdout could not be written, else the exit code of the first failed result.
             """
     )
     @OptionGroup var identity: IdentityOptions
@@ -201,9 +262,85 @@ struct Batch: AsyncParsableCommand {
     @OptionGroup var pins: PinsOptions
     @OptionGroup var push: PushOptions
     @OptionGroup var delivery: DeliveryOptions
+    @OptionGroup var relay: RelayOptions
 
     func run() async throws {
-        try await runCLI { try await self.runBatch() }
+        try await runCLI {
+            if self.relay.relay != nil {
+                try await self.runRelayBatch()
+            } else {
+                try await self.runBatch()
+            }
+        }
+    }
+
+    /// `batch --relay`: one line at a time, in input order; each line's envelopes go in one submit.
+    func runRelayBatch() async throws {
+        try checkRelayFlags(self.delivery, self.push)
+        let id = try self.identity.load()
+        let trust = try self.pins.trust(identityPath: self.identity.identityPath, contacts: self.contacts)
+        guard let client = try self.relay.makeClient() else { return }
+        var sender = RelaySender(
+            client: client,
+            builder: PushBuilder(identity: id),
+            trust: trust,
+            contacts: self.contacts,
+            tokenFile: nil
+        )
+        var summary = PipelineSummary()
+        var number = 0
+        for text in StandardInputLines() {
+            if text.allSatisfy(\.isWhitespace) { continue }
+            number += 1
+            summary.lines += 1
+            var results: [SendResultLine]
+            do throws(SenderError) {
+                let request = try SendRequest.parse(line: text)
+                guard request.deviceToken == nil, request.topic == nil else {
+                    throw SenderError(
+                        .usage,
+                        "\"device_token\" and \"topic\" do not go with --relay: the relay delivers to the address "
+                            + "and topic each device registered"
+                    )
+                }
+                var messageID: MessageID? = nil
+                if let hex = request.messageID { messageID = try SendRequest.messageID(hex) }
+                results = try await sender.send(
+                    try request.content(sender: id),
+                    to: request.to,
+                    messageID: messageID ?? .random(),
+                    sentAtMs: request.sentAtMs,
+                    line: number
+                )
+            } catch {
+                results = [SendResultLine(line: number, error: error)]
+            }
+            for result in results {
+                summary.results += 1
+                if let failure = result.failure {
+                    summary.failures += 1
+                    if summary.firstFailure == nil {
+                        summary.firstFailure = failure
+                        summary.firstFailureLine = number
+                    }
+                }
+                if summary.outputError == nil {
+                    do throws(SenderError) {
+                        try StandardOutput.writeLine(result.jsonLine())
+                    } catch {
+                        summary.outputError = error
+                    }
+                }
+                if summary.outputError != nil { summary.unwritten += 1 }
+                if let skipped = result.skipped {
+                    note(
+                        "e2ee-send: line \(number): skipped device \(result.device ?? "-"): its push address at the relay is \(skipped)"
+                    )
+                }
+            }
+        }
+        await client.shutdown()
+        try finish(summary)
     }
 
     func runBatch() async throws {

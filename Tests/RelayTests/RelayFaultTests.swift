@@ -6,6 +6,7 @@ import Logging
 import Testing
 
 @testable import Relay
+@testable import RelayClient
 
 #if canImport(Glibc)
 import Glibc

@@ -114,13 +114,18 @@ struct ServiceFixture: Sendable {
     let service: RelayService
     let clock: TestClock
 
-    init(policy: RelayService.Policy = RelayService.Policy(), logger: Logger = Logger(label: "relay-test")) async throws
-    {
+    /// - Parameter clockStart: the relay's clock at start (ms since 1970); a process that signs with the wall clock
+    ///   (`e2ee-send relay register`) needs the wall clock here.
+    init(
+        policy: RelayService.Policy = RelayService.Policy(),
+        logger: Logger = Logger(label: "relay-test"),
+        clockStart: Int64 = 1_800_000_000_000
+    ) async throws {
         self.folder = try TemporaryFolder()
         self.store = try SQLiteRelayStore(path: self.folder.file("relay.sqlite"))
         try await self.store.migrate()
         self.metrics = RelayMetrics()
-        self.clock = TestClock()
+        self.clock = TestClock(clockStart)
         self.service = try RelayService(
             store: self.store,
             metrics: self.metrics,

@@ -2,6 +2,7 @@ import Crypto
 import E2EECore
 import Foundation
 public import Logging
+public import RelayClient
 
 /// The relay's API decisions, independent of HTTP: every input gets one outcome, a value or a ``RelayError`` with
 /// a reason code, and a refused input changes nothing in the store.
@@ -27,7 +28,7 @@ public final class RelayService: Sendable {
     /// The most pushes in one submit: one per device of a list.
     public static let maximumPushes = DeviceList.maximumDevices
     /// The most delivery tokens a user holds at once.
-    public static let maximumTokens = 64
+    public static let maximumTokens = RelayAuthorization.maximumTokens
 
     let store: any RelayStore
     let metrics: RelayMetrics
@@ -427,16 +428,5 @@ public final class RelayService: Sendable {
         return signature
     }
 
-    static func checkAddress(_ address: PushAddress) throws(RelayError) {
-        let token = address.deviceToken
-        guard (64...200).contains(token.utf8.count), token.utf8.count % 2 == 0, Hex.decode(token) != nil else {
-            throw RelayError(.badPushAddress, "device_token is an even number of 64 to 200 hex digits (APNs' token)")
-        }
-        guard (1...255).contains(address.topic.utf8.count) else {
-            throw RelayError(.badPushAddress, "topic is the app's bundle id, 1 to 255 bytes")
-        }
-        guard ["production", "development"].contains(address.environment) else {
-            throw RelayError(.badPushAddress, "environment is \"production\" or \"development\"")
-        }
-    }
+    static func checkAddress(_ address: PushAddress) throws(RelayError) { try address.check() }
 }

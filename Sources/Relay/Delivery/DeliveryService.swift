@@ -1,5 +1,6 @@
 import Foundation
 public import Logging
+import RelayClient
 public import Sender
 public import ServiceLifecycle
 import Synchronization

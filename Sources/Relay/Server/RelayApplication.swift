@@ -4,6 +4,7 @@ import HummingbirdCore
 import HummingbirdHTTP2
 public import Logging
 public import NIOSSL
+public import RelayClient
 
 /// Everything `e2ee-relay serve` needs, checked by the CLI before the relay starts.
 public struct RelayConfiguration: Sendable {

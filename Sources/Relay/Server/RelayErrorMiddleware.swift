@@ -1,4 +1,5 @@
 public import Hummingbird
+import RelayClient
 
 /// Turns the router's own refusals (no such path, wrong method) into the API's JSON refusal, so every answer
 /// that is not a success carries a reason code.

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 public import Hummingbird
 import NIOCore
+import RelayClient
 
 /// The HTTP routes of API version 1 (docs/RELAY.md), over a ``RelayService``.
 ///
@@ -113,12 +114,7 @@ public enum RelayRouter: Sendable {
         }
     }
 
-    static func encode<T: Encodable>(_ value: T) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Every value encoded here is made of strings, numbers and booleans.
-        return Array(try! encoder.encode(value))
-    }
+    static func encode<T: Encodable>(_ value: T) -> [UInt8] { RelayJSON.encode(value) }
 
     static func json<T: Encodable>(_ status: HTTPResponse.Status, _ value: T) -> Response {
         Self.raw(status, Self.encode(value))

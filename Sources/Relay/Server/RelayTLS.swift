@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 public import NIOSSL
+public import RelayClient
 import X509
 
 /// The relay's TLS server configuration: a certificate chain and key from files, or a throwaway loopback CA.

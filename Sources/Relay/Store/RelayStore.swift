@@ -1,3 +1,5 @@
+public import RelayClient
+
 /// The relay's persistence: device lists, push addresses, delivery tokens, nonces, idempotency records and the
 /// push queue. Two implementations run the same tests: ``SQLiteRelayStore`` (embedded, one process) and
 /// ``PostgresRelayStore`` (shared by several relay instances).
@@ -87,19 +89,6 @@ public struct StoredList: Sendable, Hashable {
     public var listVersion: UInt64
     public var digest: [UInt8]
     public var json: [UInt8]
-}
-
-/// Where APNs delivers a device's pushes.
-public struct PushAddress: Sendable, Hashable {
-    public var deviceToken: String
-    public var topic: String
-    public var environment: String
-
-    public init(deviceToken: String, topic: String, environment: String) {
-        self.deviceToken = deviceToken
-        self.topic = topic
-        self.environment = environment
-    }
 }
 
 /// A device of a stored list, with its push state.

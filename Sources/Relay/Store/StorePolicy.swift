@@ -1,4 +1,5 @@
 import Foundation
+import RelayClient
 
 /// The decisions both stores make the same way: the relay-side pin of a published list, idempotent replays, and
 /// how an outcome maps to a row.

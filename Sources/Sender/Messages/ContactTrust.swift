@@ -78,6 +78,34 @@ public struct ContactTrust: Sendable {
         return try outcome.get()
     }
 
+    /// The accepted device list for `to` when the list comes from elsewhere than a card (a relay's fetch, verified
+    /// by the caller with `DeviceList.parse`): the same pins, the same refusals and the same once-per-run decision
+    /// as ``list(for:)``. `fetch` runs only the first time `to` is asked for.
+    ///
+    /// - Throws: what `fetch` throws (kept as this user's decision, unless it is `.relayUnavailable`), a list
+    ///   refusal (exit 76), `.unknownRecipient` when the list is another user's, `.cannotCreate`.
+    public mutating func list(
+        for to: String,
+        fetchedBy fetch: () async throws(SenderError) -> DeviceList
+    ) async throws(SenderError) -> DeviceList {
+        if let decided = self.decided[to] { return try decided.get() }
+        let outcome: Result<DeviceList, SenderError>
+        do throws(SenderError) {
+            let list = try await fetch()
+            guard list.userID == to else {
+                throw SenderError(.unknownRecipient, "asked for \(to)'s device list, got \(list.userID)'s")
+            }
+            outcome = .success(try self.check(list))
+        } catch {
+            outcome = .failure(error)
+        }
+        if case .failure(let error) = outcome, error.code == .cannotCreate || error.code == .relayUnavailable {
+            throw error
+        }
+        self.decided[to] = outcome
+        return try outcome.get()
+    }
+
     /// Checks a verified list against the pins, saving them when the pin changed.
     mutating func check(_ list: DeviceList) throws(SenderError) -> DeviceList {
         let outcome: DevicePins.Outcome

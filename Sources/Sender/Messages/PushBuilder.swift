@@ -288,3 +288,53 @@ extension PushBuilder {
         }
     }
 }
+
+/// A message sealed for one device, without an APNs request around it: what a sender hands to a relay
+/// (docs/RELAY.md "Submitting"), which frames it into the same uniform body and delivers it.
+public struct DeviceEnvelope: Sendable {
+    public let deviceID: String
+    public let messageID: MessageID
+    /// The sealed envelope, or why this device gets none while the others are sent.
+    public let outcome: Result<SealedPush, SenderError>
+}
+
+extension PushBuilder {
+    /// Seals `content` once per device of `devices` (each a device of `list`, normally ``targets(of:)`` less the
+    /// devices a relay cannot deliver to), all with the same message id and signed send time.
+    ///
+    /// - Returns: one outcome per device, in the given order: an envelope, or why that device gets none
+    ///   (`.tooLarge`, ...).
+    public func sealEnvelopes(
+        _ content: MessageContent,
+        to list: DeviceList,
+        devices: [DeviceList.Device],
+        messageID: MessageID = .random(),
+        sentAtMs: UInt64? = nil
+    ) -> [DeviceEnvelope] {
+        let sentAt = sentAtMs ?? self.nowMs()
+        return devices.map { device in
+            let name = "\(list.userID)'s device \"\(device.deviceID)\""
+            let message = InnerMessage(
+                messageID: messageID,
+                sentAtMs: sentAt,
+                senderUserID: self.identity.userID,
+                senderSigningKeyID: self.identity.signingKey.publicKey.keyID,
+                content: content
+            )
+            do throws(E2EEError) {
+                let sealed = try PushPayload.seal(
+                    message,
+                    to: device.currentKey.publicKey,
+                    signingKey: self.identity.signingKey
+                )
+                return DeviceEnvelope(deviceID: device.deviceID, messageID: messageID, outcome: .success(sealed))
+            } catch {
+                let failure =
+                    error.code == .tooLarge
+                    ? Self.tooLarge(message)
+                    : SenderError(error, context: "cannot seal the \(content.kind) for \(name)")
+                return DeviceEnvelope(deviceID: device.deviceID, messageID: messageID, outcome: .failure(failure))
+            }
+        }
+    }
+}

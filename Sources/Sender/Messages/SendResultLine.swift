@@ -1,7 +1,14 @@
 public import E2EECore
 import Foundation
 
-/// The JSON line `e2ee-send --deliver` and `batch --deliver` print per push.
+/// The JSON line `e2ee-send --deliver`, `--relay` and `batch --deliver|--relay` print per push.
+///
+/// With `--relay`, `ok` means the relay accepted and queued the push (it delivers it to APNs later): `relay_status`
+/// is the relay's HTTP answer (202), `relay_push_id` its id for the push (also the `apns-id` it delivers with,
+/// copied into `apns_id`), `relay_duplicate` true when the relay had already accepted this submit; `status` and the
+/// other APNs fields stay empty. A device the relay cannot deliver to is not sealed to: its line has `ok` false and
+/// `skipped` naming why (`unregistered`: APNs said the token is gone; `none`: the device never registered), and does
+/// not change the exit status.
 public struct SendResultLine: Sendable, Codable, Hashable {
     /// 1-based input line (batch) or 1.
     public var line: Int
@@ -22,6 +29,14 @@ public struct SendResultLine: Sendable, Codable, Hashable {
     /// For a request that could not be built: the error code and message.
     public var error: String?
     public var errorMessage: String?
+    /// `--relay`: the relay's id for the accepted push (the `apns-id` it delivers with).
+    public var relayPushID: String?
+    /// `--relay`: the HTTP status of the relay's answer to the submit (202 accepted; a refusal's status).
+    public var relayStatus: Int?
+    /// `--relay`: true when the relay had already accepted this submit (nothing new queued).
+    public var relayDuplicate: Bool?
+    /// `--relay`: why this device was not sent to (its push state at the relay: `unregistered`, `none`).
+    public var skipped: String?
 
     enum CodingKeys: String, CodingKey {
         case line, device, ok, status, reason, timestamp, attempts, local, error
@@ -29,6 +44,10 @@ public struct SendResultLine: Sendable, Codable, Hashable {
         case apnsID = "apns_id"
         case messageID = "message_id"
         case errorMessage = "error_message"
+        case relayPushID = "relay_push_id"
+        case relayStatus = "relay_status"
+        case relayDuplicate = "relay_duplicate"
+        case skipped
     }
 
     public init(line: Int, result: APNsResult, messageID: MessageID?, device: String? = nil) {
@@ -53,9 +72,32 @@ public struct SendResultLine: Sendable, Codable, Hashable {
         self.errorMessage = error.message
     }
 
-    /// The error this result stands for, if it is not a success (used for the exit status).
+    /// A push the relay accepted (`--relay`).
+    public init(line: Int, relayPushID: String, relayStatus: Int, duplicate: Bool, messageID: MessageID, device: String)
+    {
+        self.line = line
+        self.device = device
+        self.ok = true
+        self.apnsID = relayPushID
+        self.relayPushID = relayPushID
+        self.relayStatus = relayStatus
+        self.relayDuplicate = duplicate
+        self.messageID = messageID.hex
+    }
+
+    /// A device not sent to because the relay cannot deliver to it (`--relay`); not a failure.
+    public init(line: Int, skipped reason: String, messageID: MessageID, device: String) {
+        self.line = line
+        self.device = device
+        self.ok = false
+        self.skipped = reason
+        self.messageID = messageID.hex
+    }
+
+    /// The error this result stands for, if it is not a success (used for the exit status). A skipped device is
+    /// not a failure.
     public var failure: SenderError? {
-        if self.ok { return nil }
+        if self.ok || self.skipped != nil { return nil }
         if let error { return SenderError(Self.code(named: error), self.errorMessage ?? error) }
         if self.status != nil { return SenderError(.rejected, "APNs answered \(self.status!) \(self.reason ?? "")") }
         return SenderError(.deliveryFailed, "not delivered: \(self.local ?? "unknown")")

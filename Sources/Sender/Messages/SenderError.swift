@@ -43,6 +43,18 @@ public struct SenderError: Error, Hashable, Sendable, CustomStringConvertible {
         /// The pins file (docs/PROTOCOL.md §11.5) could not be read or is not a pins file. Exit 65.
         public static let unreadablePins = Code("unreadable-pins", 65)
 
+        // Sending through a relay (`--relay`, docs/RELAY.md "Client").
+
+        /// The relay refused the delivery token (missing, unknown or revoked: 401/403): nothing was queued; get a
+        /// current token from the recipient. Exit 77 (EX_NOPERM).
+        public static let deliveryTokenRefused = Code("delivery-token-refused", 77)
+        /// The relay refused the submit for another reason (a device it does not know or cannot deliver to, a
+        /// malformed request): nothing was queued. Exit 69 (EX_UNAVAILABLE).
+        public static let relayRefused = Code("relay-refused", 69)
+        /// The relay could not be reached, was rate limiting or could not store (transport failure, 429, 503):
+        /// send again later with the same message. Exit 75 (EX_TEMPFAIL).
+        public static let relayUnavailable = Code("relay-unavailable", 75)
+
         // Refusals of a recipient's device list (docs/PROTOCOL.md §11.4, §11.5): all exit 76 (EX_PROTOCOL), the one
         // status a script checks for "do not send to this user until a person looks".
 
@@ -68,6 +80,7 @@ public struct SenderError: Error, Hashable, Sendable, CustomStringConvertible {
             .usage, .badDeviceToken, .unknownRecipient, .unreadableCard, .tooLarge, .badRequest, .missingKey,
             .insecureKey, .rejected, .deliveryFailed, .outputFailed, .cannotCreate, .internalError, .unreadablePins,
             .signingKeyChanged, .listRollback, .listVersionReused, .deviceNotSignedIn, .badListSignature,
+            .deliveryTokenRefused, .relayRefused, .relayUnavailable,
         ]
     }
 

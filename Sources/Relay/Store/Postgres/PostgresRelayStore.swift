@@ -2,6 +2,7 @@ import Foundation
 public import Logging
 import NIOCore
 import PostgresNIO
+public import RelayClient
 
 /// The shared store: several relay instances on one PostgreSQL database.
 ///

@@ -1,6 +1,7 @@
 // This folder is the only place in Relay that touches the sqlite3 C API.
 import CSQLite
 import Foundation
+import RelayClient
 
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 import Foundation
+public import RelayClient
 import Synchronization
 
 #if canImport(Glibc)

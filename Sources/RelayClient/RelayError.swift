@@ -1,4 +1,6 @@
-/// The one error type of the Relay module: a reason code with its HTTP status, and a message for people.
+public import E2EECore
+
+/// The one error type of the relay API (server and client): a reason code with its HTTP status, and a message for people.
 ///
 /// `code` is extensible (a struct over a string, not an enum): new reasons can be added without breaking
 /// callers. Equality is on the code only. `message` says what was wrong and what to do; it never contains a
@@ -80,6 +82,9 @@ public struct RelayError: Error, Hashable, Sendable, CustomStringConvertible {
     public let message: String
     /// Seconds the client should wait (429 and 503 answers).
     public let retryAfterSeconds: Int?
+    /// For `bad-device-list` from ``RelayClient/fetchList(userID:)``: why the served list did not verify
+    /// (`device-not-signed-in`: a device the user key did not sign in; `bad-list-signature`).
+    public let listError: E2EEError.Code?
     public let fileID: String
     public let line: Int
 
@@ -87,12 +92,14 @@ public struct RelayError: Error, Hashable, Sendable, CustomStringConvertible {
         _ code: Code,
         _ message: String,
         retryAfterSeconds: Int? = nil,
+        listError: E2EEError.Code? = nil,
         fileID: String = #fileID,
         line: Int = #line
     ) {
         self.code = code
         self.message = message
         self.retryAfterSeconds = retryAfterSeconds
+        self.listError = listError
         self.fileID = fileID
         self.line = line
     }

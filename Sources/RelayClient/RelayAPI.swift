@@ -1,3 +1,5 @@
+import E2EECore
+
 /// The JSON bodies of the relay's API, version 1 (docs/RELAY.md). Shared by the server and ``RelayClient``.
 public enum RelayAPI: Sendable {
     /// The delivery state of one device's push address, as a list fetch shows it.
@@ -34,6 +36,11 @@ public enum RelayAPI: Sendable {
         public var listVersion: UInt64
         /// False when the identical list was already stored (an idempotent retry).
         public var stored: Bool
+
+        public init(listVersion: UInt64, stored: Bool) {
+            self.listVersion = listVersion
+            self.stored = stored
+        }
 
         enum CodingKeys: String, CodingKey {
             case listVersion = "list_version"
@@ -161,5 +168,40 @@ public enum RelayAPI: Sendable {
     public struct ErrorBody: Codable, Sendable, Hashable {
         public var error: String
         public var message: String
+
+        public init(error: String, message: String) {
+            self.error = error
+            self.message = message
+        }
+    }
+}
+
+/// Where APNs delivers a device's pushes.
+public struct PushAddress: Sendable, Hashable {
+    public var deviceToken: String
+    public var topic: String
+    public var environment: String
+
+    public init(deviceToken: String, topic: String, environment: String) {
+        self.deviceToken = deviceToken
+        self.topic = topic
+        self.environment = environment
+    }
+}
+
+extension PushAddress {
+    /// The relay's rules for an address (docs/RELAY.md "Registering a push address").
+    /// - Throws: `bad-push-address`, naming the rule.
+    package func check() throws(RelayError) {
+        let token = self.deviceToken
+        guard (64...200).contains(token.utf8.count), token.utf8.count % 2 == 0, Hex.decode(token) != nil else {
+            throw RelayError(.badPushAddress, "device_token is an even number of 64 to 200 hex digits (APNs' token)")
+        }
+        guard (1...255).contains(self.topic.utf8.count) else {
+            throw RelayError(.badPushAddress, "topic is the app's bundle id, 1 to 255 bytes")
+        }
+        guard ["production", "development"].contains(self.environment) else {
+            throw RelayError(.badPushAddress, "environment is \"production\" or \"development\"")
+        }
     }
 }

@@ -2,48 +2,48 @@ import Foundation
 
 /// Byte strings for the relay's signed requests (docs/RELAY.md), in PROTOCOL.md's encoding: `str8` is a one-byte
 /// length then UTF-8, `u64` is big-endian.
-struct SignedBytes {
-    private(set) var bytes: [UInt8]
+package struct SignedBytes {
+    package private(set) var bytes: [UInt8]
 
-    init(label: String) {
+    package init(label: String) {
         self.bytes = Array(label.utf8) + [0x00]
     }
 
-    mutating func str8(_ value: String) {
+    package mutating func str8(_ value: String) {
         let utf8 = Array(value.utf8)
         precondition(utf8.count <= 255, "callers check lengths before signing")
         self.bytes.append(UInt8(utf8.count))
         self.bytes += utf8
     }
 
-    mutating func u8(_ value: Int) {
+    package mutating func u8(_ value: Int) {
         precondition((0...255).contains(value))
         self.bytes.append(UInt8(value))
     }
 
-    mutating func u64(_ value: UInt64) {
+    package mutating func u64(_ value: UInt64) {
         for shift in stride(from: 56, through: 0, by: -8) {
             self.bytes.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
         }
     }
 
-    mutating func raw(_ value: [UInt8]) { self.bytes += value }
+    package mutating func raw(_ value: [UInt8]) { self.bytes += value }
 }
 
 /// Strict, canonical base64 (standard alphabet, padding, no whitespace), as PROTOCOL §4 requires of receivers.
-enum StrictBase64 {
-    static func decode(_ text: String) -> [UInt8]? {
+package enum StrictBase64 {
+    package static func decode(_ text: String) -> [UInt8]? {
         guard let data = Data(base64Encoded: text), data.base64EncodedString() == text else { return nil }
         return Array(data)
     }
 
-    static func encode(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
+    package static func encode(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
 }
 
 /// Identifier rules shared by the API and the client.
-enum Identifiers {
+package enum Identifiers {
     /// PROTOCOL §11.1: 1-64 bytes of UTF-8.
-    static func checkUserID(_ userID: String) throws(RelayError) {
+    package static func checkUserID(_ userID: String) throws(RelayError) {
         let count = userID.utf8.count
         guard (1...64).contains(count) else {
             throw RelayError(.badUserID, "a user id is 1 to 64 bytes of UTF-8; got \(count) bytes")
@@ -51,7 +51,7 @@ enum Identifiers {
     }
 
     /// PROTOCOL §11.1: 1-32 of a-z 0-9 - _ .
-    static func checkDeviceID(_ deviceID: String) throws(RelayError) {
+    package static func checkDeviceID(_ deviceID: String) throws(RelayError) {
         let utf8 = Array(deviceID.utf8)
         guard (1...32).contains(utf8.count),
             utf8.allSatisfy({
@@ -63,7 +63,7 @@ enum Identifiers {
     }
 
     /// Idempotency keys: 1-128 of A-Z a-z 0-9 - _ . :
-    static func checkIdempotencyKey(_ key: String) throws(RelayError) {
+    package static func checkIdempotencyKey(_ key: String) throws(RelayError) {
         let utf8 = Array(key.utf8)
         guard (1...128).contains(utf8.count),
             utf8.allSatisfy({
@@ -79,12 +79,22 @@ enum Identifiers {
     }
 
     /// Path segments arrive percent-encoded.
-    static func decodePathSegment(_ segment: String) -> String { segment.removingPercentEncoding ?? segment }
+    package static func decodePathSegment(_ segment: String) -> String { segment.removingPercentEncoding ?? segment }
 
     /// Encodes a path segment (user ids may hold any UTF-8).
-    static func encodePathSegment(_ value: String) -> String {
+    package static func encodePathSegment(_ value: String) -> String {
         let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
         return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
+    }
+}
+
+/// The JSON encoding of the API's bodies: sorted keys, slashes as they are.
+package enum RelayJSON {
+    package static func encode<T: Encodable>(_ value: T) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Every value encoded here is made of strings, numbers and booleans.
+        return Array(try! encoder.encode(value))
     }
 }
 

@@ -89,7 +89,11 @@ public final class RelayClient: Sendable {
         do throws(E2EEError) {
             list = try DeviceList.parse(Array(listData))
         } catch {
-            throw RelayError(.badDeviceList, "the served list does not verify (\(error.code)): \(error.message)")
+            throw RelayError(
+                .badDeviceList,
+                "the served list does not verify (\(error.code)): \(error.message)",
+                listError: error.code
+            )
         }
         guard list.userID == userID else {
             throw RelayError(.userMismatch, "the relay served user \"\(list.userID)\"'s list for \"\(userID)\"")
@@ -127,7 +131,7 @@ public final class RelayClient: Sendable {
         async throws(RelayError)
     {
         let path = Self.userPath(userID, "devices/\(Identifiers.encodePathSegment(deviceID))/push")
-        _ = try await self.exchange(.PUT, path, body: RelayRouter.encode(registration), expect: 200)
+        _ = try await self.exchange(.PUT, path, body: RelayJSON.encode(registration), expect: 200)
     }
 
     /// Replaces the user's delivery tokens, signed by one of its devices.
@@ -149,7 +153,7 @@ public final class RelayClient: Sendable {
         let (_, body) = try await self.exchange(
             .PUT,
             Self.userPath(userID, "delivery-tokens"),
-            body: RelayRouter.encode(set),
+            body: RelayJSON.encode(set),
             expect: 200
         )
         struct Answer: Decodable { var tokens: Int }
@@ -179,7 +183,7 @@ public final class RelayClient: Sendable {
         )
         return try await self.submit(
             userID: userID,
-            body: RelayRouter.encode(request),
+            body: RelayJSON.encode(request),
             authorization: "Bearer \(token.hex)",
             idempotencyKey: idempotencyKey,
             attempts: attempts
@@ -228,7 +232,7 @@ public final class RelayClient: Sendable {
 
     // MARK: plumbing
 
-    static func userPath(_ userID: String, _ rest: String) -> String {
+    package static func userPath(_ userID: String, _ rest: String) -> String {
         "/v1/users/\(Identifiers.encodePathSegment(userID))/\(rest)"
     }
 

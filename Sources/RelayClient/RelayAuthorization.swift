@@ -5,15 +5,18 @@ public import E2EECore
 /// The labels keep these signatures apart from message signatures, certificates and list signatures
 /// (PROTOCOL §11.3): none can be passed off as another.
 public enum RelayAuthorization: Sendable {
-    static let registerLabel = "e2ee-relay/register-push/v1"
-    static let tokensLabel = "e2ee-relay/delivery-tokens/v1"
+    package static let registerLabel = "e2ee-relay/register-push/v1"
+    package static let tokensLabel = "e2ee-relay/delivery-tokens/v1"
+
+    /// The most delivery tokens a user has at once.
+    public static let maximumTokens = 64
 
     /// How far a request's `timestamp_ms` may be from the relay's clock.
     public static let window: Int64 = 5 * 60 * 1000
     /// How long a used nonce is remembered (longer than the window, so a replay inside it is always caught).
     public static let nonceRetention: Int64 = 10 * 60 * 1000
 
-    static func registerMessage(
+    package static func registerMessage(
         userID: String,
         deviceID: String,
         registration r: RelayAPI.PushRegistration,
@@ -30,7 +33,7 @@ public enum RelayAuthorization: Sendable {
         return w.bytes
     }
 
-    static func tokensMessage(
+    package static func tokensMessage(
         userID: String,
         set t: RelayAPI.DeliveryTokenSet,
         hashes: [[UInt8]],
@@ -66,7 +69,7 @@ public enum RelayAuthorization: Sendable {
     ) throws(RelayError) -> RelayAPI.PushRegistration {
         try Identifiers.checkUserID(userID)
         try Identifiers.checkDeviceID(deviceID)
-        try RelayService.checkAddress(address)
+        try address.check()
         let nonce = RandomBytes.make(16)
         var registration = RelayAPI.PushRegistration(
             deviceToken: address.deviceToken,
@@ -94,8 +97,8 @@ public enum RelayAuthorization: Sendable {
     ) throws(RelayError) -> RelayAPI.DeliveryTokenSet {
         try Identifiers.checkUserID(userID)
         try Identifiers.checkDeviceID(deviceID)
-        guard tokens.count <= RelayService.maximumTokens else {
-            throw RelayError(.badTokenSet, "at most \(RelayService.maximumTokens) delivery tokens per user")
+        guard tokens.count <= Self.maximumTokens else {
+            throw RelayError(.badTokenSet, "at most \(Self.maximumTokens) delivery tokens per user")
         }
         let hashes = tokens.map(\.sha256)
         let nonce = RandomBytes.make(16)

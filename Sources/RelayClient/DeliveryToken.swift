@@ -30,8 +30,8 @@ public struct DeliveryToken: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Random bytes from the system CSPRNG.
-enum RandomBytes {
-    static func make(_ count: Int) -> [UInt8] {
+package enum RandomBytes {
+    package static func make(_ count: Int) -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
         return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
     }

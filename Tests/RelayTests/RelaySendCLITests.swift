@@ -1,0 +1,426 @@
+import APNsGateway
+@_spi(Vectors) import E2EECore
+import Foundation
+import Logging
+import Sender
+import Testing
+
+@testable import Relay
+
+/// `e2ee-send --relay` as a process against the relay running in this process (TLS + HTTP/2 on loopback) and the
+/// local APNs gateway: the sender holds no APNs key, fetches and verifies the recipient's list from the relay,
+/// seals one envelope per deliverable device and submits them with the recipient's delivery token.
+@Suite("e2ee-send --relay: sender → relay → APNs gateway")
+struct RelaySendCLITests {
+    /// Everything one test runs against; `stop()` shuts every client and server down.
+    struct Setup {
+        let fixture: ServiceFixture
+        let gateway: GatewayFixture
+        let apns: APNsClient
+        let relay: RelayEndToEndTests.RunningRelay
+        let bob: TestUser
+        let folder: TemporaryFolder
+        let token: DeliveryToken
+
+        /// Bob (phone, tablet, watch) published, every device registered, one delivery token; with
+        /// `watchGoneAtAPNs`, APNs (the gateway) has forgotten the watch's token (it answers 410).
+        static func start(watchGoneAtAPNs: Bool = false) async throws -> Setup {
+            let fixture = try await ServiceFixture()
+            var registry = DeviceRegistry()
+            if watchGoneAtAPNs {
+                registry.markUnregistered(
+                    TestUser.address("watch").deviceToken,
+                    at: Date(timeIntervalSince1970: 1_700_000_000)
+                )
+            }
+            let gateway = try await GatewayFixture.start(devices: registry)
+            let apns = APNsClient(
+                configuration: try APNsClientConfiguration(
+                    environment: .custom(baseURL: gateway.baseURL, trustedCAPEMPath: gateway.server.caCertificatePath),
+                    keyID: GatewayFixture.keyID,
+                    teamID: GatewayFixture.teamID,
+                    signingKey: APNsSigningKey(privateKey: gateway.key),
+                    connectTimeout: .seconds(60),
+                    retryPolicy: .never
+                ),
+                logger: Logger(label: "apns")
+            )
+            let relay: RelayEndToEndTests.RunningRelay
+            do {
+                relay = try await RelayEndToEndTests.RunningRelay.start(
+                    fixture: fixture,
+                    clients: ["development": apns]
+                )
+            } catch {
+                await apns.shutdown()
+                await gateway.stop()
+                await fixture.cleanup()
+                throw error
+            }
+            let setup = Setup(
+                fixture: fixture,
+                gateway: gateway,
+                apns: apns,
+                relay: relay,
+                bob: try TestUser.make("bob", devices: ["phone", "tablet", "watch"]),
+                folder: try TemporaryFolder(),
+                token: DeliveryToken()
+            )
+            do {
+                try await setup.prepare()
+            } catch {
+                await setup.stop()
+                throw error
+            }
+            return setup
+        }
+
+        var url: String { "https://127.0.0.1:\(self.relay.port)" }
+
+        /// Bob's side through a RelayClient (with the relay's clock), alice's identity and bob's token on disk.
+        func prepare() async throws {
+            let client = try RelayClient(baseURL: self.url, trustedCAPEMPath: self.relay.caPath)
+            do {
+                let now = UInt64(self.fixture.clock.ms)
+                _ = try await client.publish(self.bob.list)
+                for device in self.bob.devices {
+                    try await client.registerPush(
+                        userID: "bob",
+                        deviceID: device.deviceID,
+                        address: TestUser.address(device.deviceID, topic: GatewayFixture.topic),
+                        signingKey: device.signingKey,
+                        nowMs: now
+                    )
+                }
+                try await client.setDeliveryTokens(
+                    userID: "bob",
+                    deviceID: "phone",
+                    tokens: [self.token],
+                    signingKey: self.bob.devices[0].signingKey,
+                    nowMs: now
+                )
+            } catch {
+                await client.shutdown()
+                throw error
+            }
+            await client.shutdown()
+            let alice = try Identity.generate(
+                userID: "alice",
+                displayName: "Alice",
+                deviceID: "laptop",
+                nowMs: UInt64(self.fixture.clock.ms)
+            )
+            try alice.save(path: self.folder.file("alice.identity"))
+            try FileManager.default.createDirectory(
+                atPath: self.folder.file("contacts"),
+                withIntermediateDirectories: true
+            )
+            try self.writeToken(self.token, to: self.folder.file("contacts/bob.delivery-token"))
+        }
+
+        func writeToken(_ token: DeliveryToken, to path: String) throws {
+            try SecretFile.write(path: path, bytes: SecureBytes(copying: Array((token.hex + "\n").utf8)))
+        }
+
+        /// `e2ee-send <args> --identity alice --contacts … --relay … --relay-ca …`.
+        func send(_ args: [String], stdin: String = "") async throws -> ProcessResult {
+            try await runSend(
+                args + [
+                    "--identity", self.folder.file("alice.identity"), "--pins", self.folder.file("pins.json"),
+                    "--contacts", self.folder.file("contacts"), "--relay", self.url, "--relay-ca", self.relay.caPath,
+                ],
+                stdin: stdin
+            )
+        }
+
+        func stop() async {
+            try? await self.relay.stop()
+            await self.apns.shutdown()
+            await self.gateway.stop()
+            await self.fixture.cleanup()
+            self.folder.cleanup()
+        }
+    }
+
+    /// Runs `body` with a fresh setup, stopping it however `body` ends.
+    static func with(watchGoneAtAPNs: Bool = false, _ body: (Setup) async throws -> Void) async throws {
+        let setup = try await Setup.start(watchGoneAtAPNs: watchGoneAtAPNs)
+        do {
+            try await body(setup)
+        } catch {
+            await setup.stop()
+            throw error
+        }
+        await setup.stop()
+    }
+
+    static func lines(_ stdout: String) throws -> [[String: Any]] {
+        try stdout.split(separator: "\n").map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:]
+        }
+    }
+
+    @Test("a text and a call reach every device through the relay with identical uniform headers")
+    func textAndCall() async throws {
+        try await Self.with(watchGoneAtAPNs: true) { setup in
+            // The text goes to all three registered devices; APNs answers 410 for the watch.
+            let text = try await setup.send(["text", "--to", "bob", "--body", "hello through the relay"])
+            #expect(text.status == 0, "\(text.stderr)")
+            let textLines = try Self.lines(text.stdout)
+            #expect(textLines.map { $0["device"] as? String } == ["phone", "tablet", "watch"])
+            #expect(textLines.allSatisfy { $0["ok"] as? Bool == true && $0["relay_status"] as? Int == 202 })
+            #expect(textLines.allSatisfy { ($0["relay_push_id"] as? String) == ($0["apns_id"] as? String) })
+            try await waitUntil(tries: 2000, every: .milliseconds(10)) {
+                try await setup.fixture.store.counts() == [.delivered: 2, .unregistered: 1]
+            }
+            #expect(try await setup.fixture.store.counts() == [.delivered: 2, .unregistered: 1])
+
+            // The relay now shows the watch as unregistered: the call skips it and says so.
+            let call = try await setup.send(["call", "--to", "bob", "--video"])
+            #expect(call.status == 0, "\(call.stderr)")
+            let callLines = try Self.lines(call.stdout)
+            #expect(callLines.map { $0["device"] as? String } == ["phone", "tablet", "watch"])
+            #expect(callLines[0]["ok"] as? Bool == true && callLines[1]["ok"] as? Bool == true)
+            #expect(callLines[2]["ok"] as? Bool == false && callLines[2]["skipped"] as? String == "unregistered")
+            #expect(callLines[2]["relay_push_id"] == nil)
+            #expect(call.stderr.contains("skipped device watch"))
+            try await waitUntil(tries: 2000, every: .milliseconds(10)) { setup.gateway.sink.records.count >= 4 }
+
+            let records = setup.gateway.sink.records
+            #expect(records.count == 4)
+            // Each accepted push arrived at APNs with the relay's push id as apns-id, to the device it was sealed for.
+            let sent = (textLines.prefix(2) + callLines.prefix(2)).map {
+                (($0["relay_push_id"] as? String) ?? "", ($0["device"] as? String) ?? "")
+            }
+            // (The relay delivers one submit's pushes concurrently: they are matched by apns-id, not by order.)
+            let deviceOf = Dictionary(sent, uniquingKeysWith: { a, _ in a })
+            #expect(deviceOf.count == 4)
+            #expect(Set(records.map { $0.apnsID.lowercased() }) == Set(deviceOf.keys))
+            for record in records {
+                let deviceID = deviceOf[record.apnsID.lowercased()] ?? "-"
+                #expect(record.deviceToken == TestUser.address(deviceID).deviceToken)
+            }
+            // Uniform: the same headers (apns-id aside) and the same body length for a text and a call.
+            let headerSets = Set(records.map { $0.headers.filter { $0.key != "apns-id" } })
+            #expect(headerSets.count == 1)
+            #expect(
+                headerSets.first
+                    == [
+                        "apns-push-type": "alert", "apns-priority": "10", "apns-expiration": "0",
+                        "apns-topic": GatewayFixture.topic,
+                    ]
+            )
+            #expect(Set(records.map { $0.bodyBytes.count }).count == 1)
+            // Each body opens on its device with that device's key, and carries what alice sent.
+            let alice = try Identity.load(path: setup.folder.file("alice.identity"))
+            var kinds: [MessageKind] = []
+            for record in records {
+                let device = setup.bob.device(deviceOf[record.apnsID.lowercased()] ?? "phone")
+                let opened = try PushPayload.open(
+                    body: record.bodyBytes,
+                    deviceKey: { id in device.deviceKeys.first { $0.keyID == id }?.privateKey },
+                    signingKey: { user, _ in user == "alice" ? alice.signingKey.publicKey : nil }
+                )
+                kinds.append(opened.message.content.kind)
+            }
+            #expect(kinds.filter { $0 == .text }.count == 2)
+            #expect(kinds.filter { $0 == .callInvite }.count == 2)
+        }
+    }
+
+    @Test("a list with a device the user key did not sign is refused: exit 76, nothing submitted")
+    func injectedDeviceRefused() async throws {
+        try await Self.with { setup in
+            let mallory = try TestUser.make("bob", devices: ["ghost"])
+            let forged = setup.bob.list.withDevices(
+                setup.bob.list.devices + mallory.list.devices,
+                listVersion: setup.bob.list.listVersion + 1
+            )
+            _ = try await setup.fixture.store.publish(
+                NewList(
+                    userID: "bob",
+                    userSigningKey: setup.bob.list.userSigningKey.rawRepresentation,
+                    listVersion: setup.bob.list.listVersion + 1,
+                    digest: forged.digest,
+                    json: forged.jsonData(),
+                    devices: forged.devices.map { ($0.deviceID, $0.signingKey.rawRepresentation) }
+                ),
+                nowMs: setup.fixture.clock.ms
+            )
+            let result = try await setup.send(["text", "--to", "bob", "--body", "to a ghost"])
+            #expect(result.status == 76)
+            #expect(result.stderr.contains("device-not-signed-in"))
+            #expect(result.stdout.isEmpty)
+            #expect(try await setup.fixture.store.counts() == [:])
+        }
+    }
+
+    @Test("a wrong delivery token: exit 77 delivery-token-refused, nothing queued")
+    func wrongToken() async throws {
+        try await Self.with { setup in
+            let other = setup.folder.file("other.delivery-token")
+            try setup.writeToken(DeliveryToken(), to: other)
+            let result = try await setup.send(["text", "--to", "bob", "--body", "hi", "--delivery-token-file", other])
+            #expect(result.status == 77)
+            #expect(result.stderr.contains("bad-delivery-token"))
+            let lines = try Self.lines(result.stdout)
+            #expect(lines.count == 3)
+            #expect(
+                lines.allSatisfy { $0["ok"] as? Bool == false && $0["error"] as? String == "delivery-token-refused" }
+            )
+            #expect(try await setup.fixture.store.counts() == [:])
+        }
+    }
+
+    @Test("batch --relay: one submit per line, results in input order; a bad line fails alone")
+    func batch() async throws {
+        try await Self.with { setup in
+            let input = """
+                {"kind":"text","to":"bob","body":"one"}
+                {"kind":"nope","to":"bob"}
+                {"kind":"cancel","to":"bob","call_id":"\(UUID().uuidString)"}
+
+                """
+            let result = try await setup.send(["batch"], stdin: input)
+            #expect(result.status == 65, "\(result.stderr)")
+            let lines = try Self.lines(result.stdout)
+            #expect(lines.map { $0["line"] as? Int } == [1, 1, 1, 2, 3, 3, 3])
+            #expect(lines.map { $0["ok"] as? Bool } == [true, true, true, false, true, true, true])
+            #expect(lines[3]["error"] as? String == "bad-request")
+            #expect(try await setup.fixture.store.counts().values.reduce(0, +) == 6)
+        }
+    }
+}
+
+/// `e2ee-send relay publish|register|tokens` as processes against the relay in this process (wall clock: the
+/// device-signed requests carry the process's time).
+@Suite("e2ee-send relay publish|register|tokens")
+struct RelayDeviceCLITests {
+    @Test("publish a card, register a push address, create and set a delivery token")
+    func publishRegisterTokens() async throws {
+        let fixture = try await ServiceFixture(clockStart: RelayClock.nowMs())
+        let relay: RelayEndToEndTests.RunningRelay
+        do {
+            relay = try await RelayEndToEndTests.RunningRelay.start(fixture: fixture, clients: [:])
+        } catch {
+            await fixture.cleanup()
+            throw error
+        }
+        let folder = try TemporaryFolder()
+        do {
+            let now = UInt64(RelayClock.nowMs())
+            let bob = try Identity.generate(userID: "bob", displayName: "Bob", deviceID: "phone", nowMs: now)
+            try bob.save(path: folder.file("bob.identity"))
+            let list = try DeviceList.create(for: bob, push: nil, nowMs: now)
+            try Data(list.jsonData()).write(to: URL(fileURLWithPath: folder.file("bob.card.json")))
+            let flags = ["--relay", "https://127.0.0.1:\(relay.port)", "--relay-ca", relay.caPath]
+
+            let published = try await runSend(["relay", "publish", "--card", folder.file("bob.card.json")] + flags)
+            #expect(published.status == 0, "\(published.stderr)")
+            #expect(published.stdout == #"{"list_version":1,"stored":true}"# + "\n")
+            let again = try await runSend(["relay", "publish", "--card", folder.file("bob.card.json")] + flags)
+            #expect(again.stdout == #"{"list_version":1,"stored":false}"# + "\n")
+
+            let token = String(repeating: "ab", count: 32)
+            let registered = try await runSend(
+                [
+                    "relay", "register", "--identity", folder.file("bob.identity"), "--device-token", token, "--topic",
+                    "com.example.app",
+                ] + flags
+            )
+            #expect(registered.status == 0, "\(registered.stderr)")
+            #expect(registered.stdout == #"{"device":"phone","push":"active"}"# + "\n")
+            let devices = try await fixture.store.devices(userID: "bob")
+            #expect(
+                devices.map(\.address)
+                    == [PushAddress(deviceToken: token, topic: "com.example.app", environment: "development")]
+            )
+
+            let tokenFile = folder.file("bob.delivery-token")
+            let tokens = try await runSend(
+                ["relay", "tokens", "--identity", folder.file("bob.identity"), "--token-file", tokenFile, "--create"]
+                    + flags
+            )
+            #expect(tokens.status == 0, "\(tokens.stderr)")
+            #expect(tokens.stdout == #"{"tokens":1}"# + "\n")
+            let mode = try FileManager.default.attributesOfItem(atPath: tokenFile)[.posixPermissions] as? Int
+            #expect(mode == 0o600)
+            let hex = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(in: .newlines)
+            let saved = try #require(DeliveryToken(hex: hex))
+            #expect(try await fixture.store.isDeliveryToken(saved.sha256, of: "bob"))
+
+            // A refusal names the relay's reason and exits 69: a device that is not in bob's list.
+            let stranger = try Identity.generate(userID: "bob", displayName: "Bob", deviceID: "laptop", nowMs: now)
+            try stranger.save(path: folder.file("stranger.identity"))
+            let refused = try await runSend(
+                ["relay", "register", "--identity", folder.file("stranger.identity"), "--device-token", token] + flags
+            )
+            #expect(refused.status == 69)
+            #expect(refused.stderr.contains("unknown-device"))
+        } catch {
+            try? await relay.stop()
+            await fixture.cleanup()
+            folder.cleanup()
+            throw error
+        }
+        try await relay.stop()
+        await fixture.cleanup()
+        folder.cleanup()
+    }
+}
+
+struct ProcessResult: Sendable {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// The `e2ee-send` binary built next to the tests.
+func sendBinary(filePath: String = #filePath) throws -> String {
+    var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+    var candidates: [String] = []
+    for _ in 0..<5 {
+        candidates.append(folder.appendingPathComponent("e2ee-send").path)
+        folder.deleteLastPathComponent()
+    }
+    let package = URL(fileURLWithPath: filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    candidates.append(package.appendingPathComponent(".build/debug/e2ee-send").path)
+    guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        throw RelayError(.configuration, "e2ee-send is not built (looked in \(candidates)); run `swift build`")
+    }
+    return found
+}
+
+/// Runs `e2ee-send` without blocking a thread of the cooperative pool while it runs (the relay it talks to runs in
+/// this process).
+func runSend(_ arguments: [String], stdin: String = "") async throws -> ProcessResult {
+    let folder = try TemporaryFolder()
+    defer { folder.cleanup() }
+    let outPath = folder.file("stdout")
+    let errPath = folder.file("stderr")
+    let inPath = folder.file("stdin")
+    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: inPath, contents: Data(stdin.utf8))
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try sendBinary())
+    process.arguments = arguments
+    process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
+    process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
+    process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+        process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+        do {
+            try process.run()
+        } catch {
+            process.terminationHandler = nil
+            continuation.resume(throwing: error)
+        }
+    }
+    return ProcessResult(
+        status: status,
+        stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
+        stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+    )
+}
