@@ -27,7 +27,8 @@ struct RelayAPITests {
             -> Void
     ) async throws {
         let fixture = try await ServiceFixture(policy: policy)
-        try await withCleanup(fixture, { await $0.cleanup() }) { fixture in
+        let cleanup: (ServiceFixture) async -> Void = { await $0.cleanup() }
+        try await withCleanup(fixture, cleanup) { fixture in
             let alice = try TestUser.make("alice", devices: ["laptop"])
             let bob = try TestUser.make("bob")
             let token = DeliveryToken()
