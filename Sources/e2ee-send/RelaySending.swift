@@ -19,11 +19,12 @@ struct RelayOptions: ParsableArguments {
     @Option(name: .long, help: "A PEM CA file to trust for --relay (e.g. a loopback relay's tls/ca.pem).")
     var relayCA: String?
 
-    /// Connects to `--relay`.
+    /// Connects to `--relay`. A request may take 30 s (a submit includes the relay's durable commit; slow links and
+    /// loaded servers are normal for a phone's app): longer than RelayClient's 10 s default.
     func makeClient() throws(SenderError) -> RelayClient? {
         guard let url = self.relay else { return nil }
         do {
-            return try RelayClient(baseURL: url, trustedCAPEMPath: self.relayCA)
+            return try RelayClient(baseURL: url, trustedCAPEMPath: self.relayCA, timeout: .seconds(30))
         } catch {
             throw SenderError(.usage, "--relay/--relay-ca: \(error.message)")
         }

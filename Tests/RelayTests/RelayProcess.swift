@@ -128,11 +128,12 @@ final class RelayProcess: @unchecked Sendable {
     var stderr: String { (try? String(contentsOfFile: self.stderrPath, encoding: .utf8)) ?? "" }
 }
 
-/// Runs `body` with a client of `relay`, shutting the client down however `body` ends.
+/// Runs `body` with a client of `relay`, shutting the client down however `body` ends. Requests may take 60 s: CI
+/// runs these tests under AddressSanitizer with many TLS handshakes at once on two cores.
 func withClient<T>(
     _ url: String,
     ca: String,
-    timeout: Duration = .seconds(10),
+    timeout: Duration = .seconds(60),
     _ body: (RelayClient) async throws -> T
 ) async throws -> T {
     let client = try RelayClient(baseURL: url, trustedCAPEMPath: ca, timeout: timeout)

@@ -79,7 +79,7 @@ struct RelaySendCLITests {
 
         /// Bob's side through a RelayClient (with the relay's clock), alice's identity and bob's token on disk.
         func prepare() async throws {
-            let client = try RelayClient(baseURL: self.url, trustedCAPEMPath: self.relay.caPath)
+            let client = try RelayClient(baseURL: self.url, trustedCAPEMPath: self.relay.caPath, timeout: .seconds(60))
             do {
                 let now = UInt64(self.fixture.clock.ms)
                 _ = try await client.publish(self.bob.list)
