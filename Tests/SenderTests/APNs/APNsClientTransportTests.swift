@@ -45,10 +45,12 @@ struct APNsClientTransportTests {
             #expect(stored.count == 6)
             #expect(Set(stored).count == stored.count, "a push was delivered twice: \(stored)")
 
-            // With the gateway gone, the next push fails at once as a connection error; it does not hang.
+            // With the gateway gone, the next push fails as a connection error, once; it does not hang. (Whether the
+            // closed port answers "refused" or resets a connection its listener had queued is the kernel's timing,
+            // so the message is not asserted.)
             let later = await client.send(GatewayHarness.push())
-            #expect(later.localOutcome == .connectionError(""))
-            #expect(later.localOutcome?.message.contains("cannot connect") == true, "\(later)")
+            #expect(later.localOutcome == .connectionError(""), "\(later)")
+            #expect(later.attempts == 1)
         }
     }
 
