@@ -37,8 +37,22 @@ struct ServiceAndLoggingTests {
             try await tasks.waitForAll()
         }
         #expect(server.port == port)
+        // Nothing answers a push on the old port any more. (A TCP connect alone is not the test: in a parallel run
+        // another test's listener may already have the freed port; only this gateway, trusted by this CA, would
+        // complete TLS and answer.)
         await #expect(throws: (any Error).self) {
-            _ = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
+            let client = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
+            do {
+                _ = try await client.send(
+                    headers: alertHeaders(authorization: try key.bearer(issuedAt: Date())),
+                    body: sampleBody,
+                    timeout: .seconds(10)
+                )
+            } catch {
+                await client.close()
+                throw error
+            }
+            await client.close()
         }
     }
 
