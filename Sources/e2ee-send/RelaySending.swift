@@ -243,7 +243,7 @@ struct RelaySender {
             )
         case .unknownUser:
             return SenderError(.unknownRecipient, "\(answer). \(userID) has not published a device list to this relay")
-        case .transport, .rateLimited, .storageUnavailable, .draining:
+        case .transport, .rateLimited, .storageUnavailable, .storageFull, .draining:
             let wait = error.retryAfterSeconds.map { " in \($0) s" } ?? " later"
             return SenderError(.relayUnavailable, "\(answer). Nothing was queued: send again\(wait)")
         case .noPushAddress, .pushAddressUnregistered, .unknownDevice:
