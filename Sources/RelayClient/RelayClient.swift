@@ -45,12 +45,15 @@ public final class RelayClient: Sendable {
             }
             tls.trustRoots = .certificates(certificates)
         }
+        let parts = timeout.components
+        let timeAmount = TimeAmount.nanoseconds(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow)
         configuration.httpVersion = .automatic
+        // Connecting (TCP + TLS) is part of a request: it gets the same bound, not AsyncHTTPClient's own 10 s.
+        configuration.timeout.connect = timeAmount
         self.http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
-        let parts = timeout.components
-        self.timeout = .nanoseconds(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)
+        self.timeout = timeAmount
     }
 
     /// Closes the connections.

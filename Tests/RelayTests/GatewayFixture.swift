@@ -75,6 +75,8 @@ final class GatewayFixture: Sendable {
             keyID: Self.keyID,
             teamID: Self.teamID,
             signingKey: APNsSigningKey(privateKey: self.key),
+            // Answers can be slow under a sanitizer too; no relay test is about the stream timeout.
+            streamTimeout: .seconds(120),
             connectTimeout: connectTimeout,
             retryPolicy: .never
         )

@@ -40,6 +40,7 @@ struct RelaySendCLITests {
                     keyID: GatewayFixture.keyID,
                     teamID: GatewayFixture.teamID,
                     signingKey: APNsSigningKey(privateKey: gateway.key),
+                    streamTimeout: .seconds(120),
                     connectTimeout: .seconds(60),
                     retryPolicy: .never
                 ),

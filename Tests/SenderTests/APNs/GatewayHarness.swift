@@ -16,6 +16,9 @@ final class GatewayHarness: Sendable {
     /// two cores, where the client's default 10 s expired before a handshake finished. No test here is about the
     /// connect timeout (APNsClientConfigurationTests sets its own).
     static let connectTimeout: Duration = .seconds(60)
+    /// Generous for the same reason: under AddressSanitizer one of 500 pushes through one window of 100 waited more
+    /// than 20 s for its answer. Tests about the stream timeout set their own.
+    static let streamTimeout: Duration = .seconds(120)
 
     let server: APNsGatewayServer
     let sink: InMemoryDeliverySink
@@ -118,7 +121,7 @@ final class GatewayHarness: Sendable {
     /// A client for this gateway.
     func makeClient(
         window: Int = 100,
-        streamTimeout: Duration = .seconds(20),
+        streamTimeout: Duration = GatewayHarness.streamTimeout,
         connectTimeout: Duration = GatewayHarness.connectTimeout,
         retryPolicy: RetryPolicy = .never,
         registry: TokenRegistry = TokenRegistry(),
