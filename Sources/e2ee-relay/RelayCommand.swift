@@ -109,6 +109,12 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var apnsConnectTimeout = 10
 
+    @Option(
+        name: .customLong("apns-stream-timeout"),
+        help: "Seconds to wait for APNs' answer to a push, then queue it again (--lease-seconds must be longer)."
+    )
+    var apnsStreamTimeout = 10
+
     @Option(help: "Delivery workers.")
     var workers = 2
 
@@ -138,10 +144,14 @@ struct ServeCommand: AsyncParsableCommand {
         guard (0...65535).contains(self.port) else { throw ValidationError("--port must be 0...65535") }
         guard self.workers >= 1 else { throw ValidationError("--workers must be at least 1") }
         guard self.apnsConnectTimeout >= 1 else { throw ValidationError("--apns-connect-timeout must be at least 1") }
-        // A lease must outlast a push in flight (the APNs client gives up on a stream after 10 s), or a slow
-        // answer lets another worker send the same push again.
-        guard self.leaseSeconds >= 15 else {
-            throw ValidationError("--lease-seconds must be at least 15 (longer than the 10 s APNs stream timeout)")
+        guard self.apnsStreamTimeout >= 1 else { throw ValidationError("--apns-stream-timeout must be at least 1") }
+        // A lease must outlast a push in flight (the APNs client gives up on a stream after --apns-stream-timeout),
+        // or a slow answer lets another worker send the same push again.
+        guard self.leaseSeconds >= self.apnsStreamTimeout + 5 else {
+            throw ValidationError(
+                "--lease-seconds must be at least \(self.apnsStreamTimeout + 5) (5 s longer than the "
+                    + "\(self.apnsStreamTimeout) s APNs stream timeout)"
+            )
         }
         guard self.recipientRate > 0, self.tokenRate > 0 else { throw ValidationError("rates must be positive") }
         if self.apnsCA != nil, self.apnsURL == nil { throw ValidationError("--apns-ca needs --apns-url") }
@@ -206,6 +216,7 @@ struct ServeCommand: AsyncParsableCommand {
                         keyID: self.apnsKeyID,
                         teamID: self.apnsTeamID,
                         signingKey: key,
+                        streamTimeout: .seconds(self.apnsStreamTimeout),
                         connectTimeout: .seconds(self.apnsConnectTimeout),
                         retryPolicy: .never
                     ),
@@ -221,6 +232,7 @@ struct ServeCommand: AsyncParsableCommand {
                             keyID: self.apnsKeyID,
                             teamID: self.apnsTeamID,
                             signingKey: key,
+                            streamTimeout: .seconds(self.apnsStreamTimeout),
                             connectTimeout: .seconds(self.apnsConnectTimeout),
                             retryPolicy: .never
                         ),
