@@ -34,18 +34,7 @@ struct RelaySendCLITests {
                 )
             }
             let gateway = try await GatewayFixture.start(devices: registry)
-            let apns = APNsClient(
-                configuration: try APNsClientConfiguration(
-                    environment: .custom(baseURL: gateway.baseURL, trustedCAPEMPath: gateway.server.caCertificatePath),
-                    keyID: GatewayFixture.keyID,
-                    teamID: GatewayFixture.teamID,
-                    signingKey: APNsSigningKey(privateKey: gateway.key),
-                    streamTimeout: .seconds(120),
-                    connectTimeout: .seconds(60),
-                    retryPolicy: .never
-                ),
-                logger: Logger(label: "apns")
-            )
+            let apns = APNsClient(configuration: try gateway.clientConfiguration(), logger: Logger(label: "apns"))
             let relay: RelayEndToEndTests.RunningRelay
             do {
                 relay = try await RelayEndToEndTests.RunningRelay.start(
