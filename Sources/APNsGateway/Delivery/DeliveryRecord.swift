@@ -77,13 +77,39 @@ public struct DeliveryRecord: Sendable, Codable, Hashable {
 
     /// The record as one JSON line with sorted keys, without the trailing newline.
     ///
+    /// Written by hand in one pass: the bytes are exactly what `JSONEncoder` with `[.sortedKeys,
+    /// .withoutEscapingSlashes]` makes of the record (a test holds the two equal), at a fraction of its cost: this
+    /// runs once per accepted push.
+    ///
     /// - Returns: The JSON text; it holds no newline characters.
     public func jsonLine() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding strings, integers and a string dictionary cannot fail.
-        let data = try! encoder.encode(self)
-        return String(decoding: data, as: UTF8.self)
+        var out: [UInt8] = []
+        out.reserveCapacity(160 + (self.body?.utf8.count ?? 0) + (self.bodyBase64?.utf8.count ?? 0))
+        out.append(contentsOf: #"{"apns_id":"#.utf8)
+        JSONText.appendString(self.apnsID, to: &out)
+        if let body = self.body {
+            out.append(contentsOf: #","body":"#.utf8)
+            JSONText.appendString(body, to: &out)
+        }
+        if let bodyBase64 = self.bodyBase64 {
+            out.append(contentsOf: #","body_base64":"#.utf8)
+            JSONText.appendString(bodyBase64, to: &out)
+        }
+        out.append(contentsOf: #","device_token":"#.utf8)
+        JSONText.appendString(self.deviceToken, to: &out)
+        out.append(contentsOf: #","headers":{"#.utf8)
+        for (index, name) in JSONText.sortedKeys(self.headers.keys).enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            JSONText.appendString(name, to: &out)
+            out.append(UInt8(ascii: ":"))
+            JSONText.appendString(self.headers[name]!, to: &out)
+        }
+        out.append(contentsOf: #"},"received_at_ms":"#.utf8)
+        out.append(contentsOf: String(self.receivedAtMs).utf8)
+        out.append(contentsOf: #","seq":"#.utf8)
+        out.append(contentsOf: String(self.seq).utf8)
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Parses one JSON line.
