@@ -76,6 +76,30 @@ let rejectionCases: [RejectionCase] = [
         reason: "BadMessageId"
     ),
     RejectionCase(
+        id: "apns-id one digit too long",
+        headers: replacing("apns-id", with: "8F3C2C1E-0B6A-4C4E-9D55-3E5E1F0A7B2C0"),
+        status: 400,
+        reason: "BadMessageId"
+    ),
+    RejectionCase(
+        id: "apns-id with the hyphens moved",
+        headers: replacing("apns-id", with: "8F3C2C1E0-B6A-4C4E-9D55-3E5E1F0A7B2C"),
+        status: 400,
+        reason: "BadMessageId"
+    ),
+    RejectionCase(
+        id: "apns-id with a non-hex digit",
+        headers: replacing("apns-id", with: "8F3C2C1E-0B6A-4C4E-9D55-3E5E1F0A7B2G"),
+        status: 400,
+        reason: "BadMessageId"
+    ),
+    RejectionCase(
+        id: "duplicate header far apart",
+        headers: { [("apns-topic", testTopic)] + $0 },
+        status: 400,
+        reason: "DuplicateHeaders"
+    ),
+    RejectionCase(
         id: "unknown push type",
         headers: replacing("apns-push-type", with: "banner"),
         status: 400,

@@ -21,10 +21,7 @@ struct RequestValidator: Sendable {
             return .failure(.badPath)
         }
         guard request.method == "POST" else { return .failure(.methodNotAllowed) }
-        var seen = Set<String>()
-        for header in request.headers where header.name != "cookie" {
-            guard seen.insert(header.name).inserted else { return .failure(.duplicateHeaders) }
-        }
+        if Self.hasDuplicateHeader(request.headers) { return .failure(.duplicateHeaders) }
         let token = path.dropFirst(prefix.count).drop { $0 == "/" }
         guard !token.isEmpty else { return .failure(.missingDeviceToken) }
         guard Self.isHexToken(token) else { return .failure(.badDeviceToken) }
@@ -88,13 +85,46 @@ struct RequestValidator: Sendable {
 
     /// `apns-id` must be a canonical UUID (8-4-4-4-12 hex digits); returns it unchanged when it is.
     static func isCanonicalUUID(_ value: String) -> Bool {
-        let groups = value.split(separator: "-", omittingEmptySubsequences: false)
-        guard groups.map(\.count) == [8, 4, 4, 4, 12] else { return false }
-        return groups.allSatisfy { $0.allSatisfy { $0.isASCII && $0.isHexDigit } }
+        var count = 0
+        for byte in value.utf8 {
+            switch count {
+            case 8, 13, 18, 23: guard byte == UInt8(ascii: "-") else { return false }
+            default: guard Self.isHexDigit(byte) else { return false }
+            }
+            count += 1
+            if count > 36 { return false }
+        }
+        return count == 36
     }
 
+    /// An even number of hex digits, nothing else.
     static func isHexToken(_ token: Substring) -> Bool {
-        token.count % 2 == 0 && token.allSatisfy { $0.isASCII && $0.isHexDigit }
+        token.utf8.count % 2 == 0 && token.utf8.allSatisfy(Self.isHexDigit)
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
+            UInt8(ascii: "A")...UInt8(ascii: "F"):
+            true
+        default: false
+        }
+    }
+
+    /// Whether a header name other than `cookie` appears twice. A request has a handful of headers, so pairs are
+    /// compared directly; a long list goes through a set.
+    static func hasDuplicateHeader(_ headers: [(name: String, value: String)]) -> Bool {
+        if headers.count > 16 {
+            var seen = Set<String>()
+            for header in headers where header.name != "cookie" {
+                guard seen.insert(header.name).inserted else { return true }
+            }
+            return false
+        }
+        for i in headers.indices where headers[i].name != "cookie" {
+            for j in headers.indices[(i + 1)...] where headers[j].name == headers[i].name { return true }
+        }
+        return false
     }
 
     static func milliseconds(_ seconds: Double) -> Int64 {
