@@ -1,40 +1,63 @@
+import NIOCore
+import Synchronization
+
 /// Numbers accepted pushes and hands them to the sink one at a time, in `seq` order.
 ///
-/// Streams finish validation concurrently. The actor assigns each record the next `seq` and chains its delivery
-/// after the previous one's in one step without a suspension point, so the sink sees (and a spool holds) records in
-/// strictly increasing `seq`. A failed delivery leaves a gap in the sequence; later records keep increasing.
-actor DeliveryPipeline {
+/// Streams finish validation concurrently on the event loops. ``deliver(_:promise:)`` assigns the next `seq` and
+/// queues the record in one step under a lock, so the sink sees (and a spool holds) records in strictly increasing
+/// `seq`. One drain task at a time takes records off the queue and awaits the sink for each; it runs while the
+/// queue is not empty and ends when it is, so a burst of pushes costs one task, not one per push. Each record's
+/// promise is completed once the sink has it (or has failed it). A failed delivery leaves a gap in the sequence;
+/// later records keep increasing.
+final class DeliveryPipeline: Sendable {
+    private struct State {
+        var lastSeq: Int
+        var queue = CircularBuffer<(DeliveryRecord, EventLoopPromise<DeliveryRecord>)>()
+        var draining = false
+    }
+
     let sink: any DeliverySink
-    private var lastSeq: Int
-    private var tail: Task<Void, Never>?
+    private let state: Mutex<State>
 
     init(sink: any DeliverySink, lastSeq: Int) {
         self.sink = sink
-        self.lastSeq = lastSeq
+        self.state = Mutex(State(lastSeq: lastSeq))
     }
 
-    /// Delivers the record `make` builds from the next `seq`, after every earlier record.
-    ///
-    /// - Returns: The record delivered.
-    /// - Throws: What the sink threw.
-    nonisolated func deliver(_ make: @Sendable (Int) -> DeliveryRecord) async throws -> DeliveryRecord {
-        let (record, delivery) = await self.enqueue(make)
-        try await delivery.value
-        return record
-    }
-
-    private func enqueue(
-        _ make: @Sendable (Int) -> DeliveryRecord
-    ) -> (DeliveryRecord, Task<Void, any Error>) {
-        self.lastSeq += 1
-        let record = make(self.lastSeq)
-        let previous = self.tail
-        let sink = self.sink
-        let delivery = Task {
-            await previous?.value
-            try await sink.deliver(record)
+    /// Queues the record `make` builds from the next `seq` after every earlier record; `promise` gets the record
+    /// once the sink has stored it, or the sink's error.
+    func deliver(_ make: (Int) -> DeliveryRecord, promise: EventLoopPromise<DeliveryRecord>) {
+        let startDrain = self.state.withLock { state in
+            state.lastSeq += 1
+            state.queue.append((make(state.lastSeq), promise))
+            guard !state.draining else { return false }
+            state.draining = true
+            return true
         }
-        self.tail = Task { _ = try? await delivery.value }
-        return (record, delivery)
+        if startDrain {
+            Task { await self.drain() }
+        }
+    }
+
+    private func drain() async {
+        while let (record, promise) = self.next() {
+            do {
+                try await self.sink.deliver(record)
+                promise.succeed(record)
+            } catch {
+                promise.fail(error)
+            }
+        }
+    }
+
+    /// The oldest queued record, or `nil` (and the drain ends) when the queue is empty.
+    private func next() -> (DeliveryRecord, EventLoopPromise<DeliveryRecord>)? {
+        self.state.withLock { state in
+            guard let first = state.queue.popFirst() else {
+                state.draining = false
+                return nil
+            }
+            return first
+        }
     }
 }

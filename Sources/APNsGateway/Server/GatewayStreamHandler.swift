@@ -63,12 +63,10 @@ final class GatewayStreamHandler: ChannelInboundHandler {
             context.writeAndFlush(self.wrapOutboundOut(.rstStream(.refusedStream)), promise: nil)
             return
         }
-        let promise = context.eventLoop.makePromise(of: GatewayResponse.self)
-        let (processor, connection, request) = (self.processor, self.connection, self.request)
-        promise.completeWithTask { await processor.process(request, connection: connection) }
-        promise.futureResult.assumeIsolated().whenSuccess { response in
-            self.respond(context: context, response)
-        }
+        self.processor.process(self.request, connection: self.connection, on: context.eventLoop)
+            .assumeIsolated().whenSuccess { response in
+                self.respond(context: context, response)
+            }
     }
 
     private func respond(context: ChannelHandlerContext, _ response: GatewayResponse) {

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Logging
+import NIOCore
 
 /// Turns one complete request into the gateway's answer: validation, authentication, faults, delivery.
 ///
@@ -16,18 +17,31 @@ struct RequestProcessor: Sendable {
     let now: @Sendable () -> Date
     let logger: Logger
 
-    func process(_ request: GatewayRequest, connection: GatewayConnection) async -> GatewayResponse {
-        let response = await self.decide(request, connection: connection)
-        if self.faults.faults.responseDelay > .zero {
-            try? await Task.sleep(for: self.faults.faults.responseDelay)
+    /// Decides the request and completes with the answer on `eventLoop`.
+    ///
+    /// Validation, authentication and faults run right here, on the stream's event loop; only delivery waits for
+    /// the sink (``DeliveryPipeline``). An injected response delay is a timer on the event loop.
+    func process(
+        _ request: GatewayRequest,
+        connection: GatewayConnection,
+        on eventLoop: any EventLoop
+    ) -> EventLoopFuture<GatewayResponse> {
+        let response = self.decide(request, connection: connection, on: eventLoop)
+        let delay = self.faults.faults.responseDelay
+        guard delay > .zero else { return response }
+        return response.flatMap { answer in
+            eventLoop.scheduleTask(in: TimeAmount(delay)) { answer }.futureResult
         }
-        return response
     }
 
-    private func decide(_ request: GatewayRequest, connection: GatewayConnection) async -> GatewayResponse {
+    private func decide(
+        _ request: GatewayRequest,
+        connection: GatewayConnection,
+        on eventLoop: any EventLoop
+    ) -> EventLoopFuture<GatewayResponse> {
         let sentID = request.value("apns-id")
         let apnsID = sentID.flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil } ?? UUIDText.random()
-        func reject(_ rejection: APNsRejection, token: String? = nil) -> GatewayResponse {
+        func reject(_ rejection: APNsRejection, token: String? = nil) -> EventLoopFuture<GatewayResponse> {
             self.logger.debug(
                 "push rejected",
                 metadata: [
@@ -35,7 +49,7 @@ struct RequestProcessor: Sendable {
                     "device": "\(Self.tokenHint(token))",
                 ]
             )
-            return GatewayResponse(apnsID: apnsID, rejection: rejection)
+            return eventLoop.makeSucceededFuture(GatewayResponse(apnsID: apnsID, rejection: rejection))
         }
 
         let token: String
@@ -75,32 +89,36 @@ struct RequestProcessor: Sendable {
             return reject(rejection, token: token)
         case .silent:
             self.logger.debug("push left unanswered (fault)", metadata: ["apns-id": "\(apnsID)"])
-            return GatewayResponse(apnsID: apnsID, rejection: nil, silent: true)
+            return eventLoop.makeSucceededFuture(GatewayResponse(apnsID: apnsID, rejection: nil, silent: true))
         }
 
         var apnsHeaders: [String: String] = [:]
         for header in request.headers where header.name.hasPrefix("apns-") {
             apnsHeaders[header.name] = header.value
         }
-        let recordedHeaders = apnsHeaders
-        do {
-            let record = try await self.pipeline.deliver { seq in
+        let delivered = eventLoop.makePromise(of: DeliveryRecord.self)
+        self.pipeline.deliver(
+            { seq in
                 DeliveryRecord(
                     seq: seq,
                     apnsID: apnsID,
                     deviceToken: token,
-                    headers: recordedHeaders,
+                    headers: apnsHeaders,
                     bodyBytes: request.body,
                     receivedAtMs: RequestValidator.milliseconds(nowSeconds)
                 )
-            }
-            self.logger.debug(
+            },
+            promise: delivered
+        )
+        let logger = self.logger
+        return delivered.futureResult.map { record in
+            logger.debug(
                 "push delivered",
                 metadata: ["apns-id": "\(apnsID)", "seq": "\(record.seq)", "device": "\(Self.tokenHint(token))"]
             )
             return GatewayResponse(apnsID: apnsID, rejection: nil)
-        } catch {
-            self.logger.error(
+        }.recover { error in
+            logger.error(
                 "delivery sink failed; answering 500",
                 metadata: ["apns-id": "\(apnsID)", "error": "\(error)"]
             )
