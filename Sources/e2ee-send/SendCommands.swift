@@ -350,10 +350,14 @@ struct Batch: AsyncParsableCommand {
             trust: try self.pins.trust(identityPath: self.identity.identityPath, contacts: self.contacts)
         )
         let client = self.delivery.deliver ? try self.delivery.makeClient() : nil
+        // Sealing runs on every core while earlier pushes are in flight; lines are parsed and checked in order.
+        let sealer = batch
         let summary = await SendPipeline(depth: self.delivery.pipelineDepth).run(
             lines: StandardInputLines(),
             client: client,
-            prepare: { _, line in batch.prepare(line: line) },
+            sealers: ProcessInfo.processInfo.activeProcessorCount,
+            stage: { _, line in batch.stage(line: line) },
+            seal: { sealer.seal($0) },
             output: StandardOutput.writeLine
         )
         await client?.shutdown()

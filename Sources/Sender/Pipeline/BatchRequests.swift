@@ -1,4 +1,4 @@
-import E2EECore
+public import E2EECore
 
 /// Turns `e2ee-send batch` lines (``SendRequest`` JSON objects) into sealed pushes for ``SendPipeline``: one item
 /// per device of the recipient (fan-out, docs/PROTOCOL.md §11.7).
@@ -14,30 +14,72 @@ public struct BatchRequests: Sendable {
         self.trust = trust
     }
 
+    /// A line parsed and its recipient's list checked, ready to be sealed (``seal(_:)``) on any core.
+    public enum StagedLine: Sendable {
+        case ready(
+            content: MessageContent,
+            list: DeviceList,
+            deviceToken: String?,
+            messageID: MessageID,
+            sentAtMs: UInt64?,
+            topic: String?
+        )
+        case failed(SenderError)
+    }
+
     /// Parses, seals and frames one line; a bad line or a refused recipient becomes one `.failed` item with the
     /// reason, a device that cannot be sent to one `.failed` item naming the device.
     public mutating func prepare(line: String) -> [PipelineItem] {
+        self.seal(self.stage(line: line))
+    }
+
+    /// The part of ``prepare(line:)`` that must run in input order: parsing, and reading and checking the
+    /// recipient's list against the pins (cached per recipient for the run).
+    public mutating func stage(line: String) -> StagedLine {
         do throws(SenderError) {
             let request = try SendRequest.parse(line: line)
             let list = try self.trust.list(for: request.to)
             var messageID: MessageID? = nil
             if let hex = request.messageID { messageID = try SendRequest.messageID(hex) }
-            let pushes = try self.builder.fanOut(
-                request.content(sender: self.builder.identity),
-                to: list,
+            return .ready(
+                content: try request.content(sender: self.builder.identity),
+                list: list,
                 deviceToken: request.deviceToken,
                 messageID: messageID ?? .random(),
                 sentAtMs: request.sentAtMs,
                 topic: request.topic
             )
-            return pushes.map { push in
-                switch push.outcome {
-                case .success(let built): .deliver(built.request, messageID: built.messageID, device: push.deviceID)
-                case .failure(let error): .failed(error, device: push.deviceID)
-                }
-            }
         } catch {
+            return .failed(error)
+        }
+    }
+
+    /// The part of ``prepare(line:)`` that may run on any core, several lines at once: sealing to each device
+    /// and framing the requests.
+    public func seal(_ staged: StagedLine) -> [PipelineItem] {
+        switch staged {
+        case .failed(let error):
             return [.failed(error)]
+        case .ready(let content, let list, let deviceToken, let messageID, let sentAtMs, let topic):
+            do throws(SenderError) {
+                let pushes = try self.builder.fanOut(
+                    content,
+                    to: list,
+                    deviceToken: deviceToken,
+                    messageID: messageID,
+                    sentAtMs: sentAtMs,
+                    topic: topic
+                )
+                return pushes.map { push in
+                    switch push.outcome {
+                    case .success(let built):
+                        .deliver(built.request, messageID: built.messageID, device: push.deviceID)
+                    case .failure(let error): .failed(error, device: push.deviceID)
+                    }
+                }
+            } catch {
+                return [.failed(error)]
+            }
         }
     }
 

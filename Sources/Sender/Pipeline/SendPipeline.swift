@@ -52,7 +52,7 @@ public struct SendPipeline: Sendable {
         self.depth = depth
     }
 
-    /// Runs the pipeline.
+    /// Runs the pipeline, preparing each line on the calling task.
     ///
     /// - Parameters:
     ///   - lines: the input, read lazily; blank lines are skipped and not numbered.
@@ -65,6 +65,38 @@ public struct SendPipeline: Sendable {
         lines: some Sequence<String>,
         client: APNsClient?,
         prepare: (Int, String) -> [PipelineItem],
+        output: (String) throws(SenderError) -> Void
+    ) async -> PipelineSummary {
+        await self.run(
+            lines: lines,
+            client: client,
+            sealers: 0,
+            stage: prepare,
+            seal: { $0 },
+            output: output
+        )
+    }
+
+    /// Runs the pipeline with sealing on several cores: `stage` runs on the calling task in input order (parsing,
+    /// checking the recipient), `seal` runs for up to `sealers` lines at once on the concurrency pool, and the
+    /// sealed lines are delivered and written in input order as before.
+    ///
+    /// - Parameters:
+    ///   - lines: the input, read lazily; blank lines are skipped and not numbered.
+    ///   - client: the APNs client that delivers `.deliver` items; `nil` prints them as request lines.
+    ///   - sealers: how many lines are sealed at once (the number of cores is a good choice); `0` seals on the
+    ///     calling task, one line at a time.
+    ///   - stage: the in-order part of preparing line number `n` (1-based).
+    ///   - seal: turns a staged line into its items, in output order (an empty array is one `internal-error`
+    ///     result).
+    ///   - output: writes one result line; a thrown ``SenderError`` is an output failure.
+    /// - Returns: counts and the first failure.
+    public func run<Staged: Sendable>(
+        lines: some Sequence<String>,
+        client: APNsClient?,
+        sealers: Int,
+        stage: (Int, String) -> Staged,
+        seal: @escaping @Sendable (Staged) -> [PipelineItem],
         output: (String) throws(SenderError) -> Void
     ) async -> PipelineSummary {
         var summary = PipelineSummary()
@@ -100,14 +132,13 @@ public struct SendPipeline: Sendable {
                 }
             }
         }
+        /// Results not yet written: in flight, or done and waiting for an earlier one.
+        func outstanding() -> Int { results - (nextToWrite - 1) }
 
-        await withTaskGroup(of: (Int, SendResultLine).self) { group in
-            var number = 0
-            for text in lines {
-                if text.allSatisfy(\.isWhitespace) { continue }
-                number += 1
-                summary.lines = number
-                var items = prepare(number, text)
+        await withTaskGroup(of: PipelineEvent.self) { group in
+            /// Gives line `number`'s items their result slots, in output order, and starts their deliveries.
+            func place(_ number: Int, _ prepared: [PipelineItem]) async {
+                var items = prepared
                 if items.isEmpty {
                     items = [.failed(SenderError(.internalError, "line \(number) gave no result (please report it)"))]
                 }
@@ -129,10 +160,10 @@ public struct SendPipeline: Sendable {
                                 SendResultLine(line: number, result: result, messageID: messageID, device: device)
                             )
                         } else if let client {
-                            group.addTask { [number] in
+                            group.addTask {
                                 let result = await client.send(request)
-                                return (
-                                    slot,
+                                return .delivered(
+                                    slot: slot,
                                     SendResultLine(line: number, result: result, messageID: messageID, device: device)
                                 )
                             }
@@ -142,22 +173,65 @@ public struct SendPipeline: Sendable {
                     }
                 }
                 flush()
-                if client == nil, summary.outputError != nil { break }
-                // Results not yet written (in flight, or done and waiting for an earlier one) stay under the depth
-                // before the next line is read: memory is bounded even when one early push is slow.
-                while results - (nextToWrite - 1) >= self.depth, let (done, line) = await group.next() {
-                    record(done, line)
+            }
+
+            var input = lines.makeIterator()
+            var inputDone = false
+            var number = 0
+            // Lines being sealed, and sealed lines waiting for an earlier one to be placed.
+            var sealing = 0
+            var sealed: [Int: [PipelineItem]] = [:]
+            var nextToPlace = 1
+            while true {
+                // Read while the lines read and not yet written stay under the depth: memory is bounded even
+                // when one early push is slow.
+                while !inputDone, sealing < max(sealers, 1), outstanding() + sealing + sealed.count < self.depth {
+                    guard let text = input.next() else {
+                        inputDone = true
+                        break
+                    }
+                    if text.allSatisfy(\.isWhitespace) { continue }
+                    number += 1
+                    summary.lines = number
+                    let staged = stage(number, text)
+                    if sealers == 0 {
+                        await place(number, seal(staged))
+                        nextToPlace = number + 1
+                        // Printing for nobody: the first output error ends the run.
+                        if client == nil, summary.outputError != nil { inputDone = true }
+                    } else {
+                        sealing += 1
+                        group.addTask { [number] in .sealed(line: number, seal(staged)) }
+                    }
+                }
+                guard let event = await group.next() else {
+                    if inputDone { break }
+                    continue
+                }
+                switch event {
+                case .sealed(let line, let items):
+                    sealing -= 1
+                    sealed[line] = items
+                    while let items = sealed.removeValue(forKey: nextToPlace) {
+                        await place(nextToPlace, items)
+                        nextToPlace += 1
+                    }
+                    if client == nil, summary.outputError != nil { inputDone = true }
+                case .delivered(let slot, let line):
+                    record(slot, line)
                     flush()
                 }
-            }
-            while let (done, line) = await group.next() {
-                record(done, line)
-                flush()
             }
         }
         summary.results = results
         return summary
     }
+}
+
+/// What a pipeline task reports: a line sealed, or a push answered.
+private enum PipelineEvent: Sendable {
+    case sealed(line: Int, [PipelineItem])
+    case delivered(slot: Int, SendResultLine)
 }
 
 /// Standard input as a lazy sequence of lines (newline stripped), for ``SendPipeline``.

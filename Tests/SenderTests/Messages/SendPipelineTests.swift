@@ -214,4 +214,117 @@ struct SendPipelineTests {
             #expect(gateway.sink.records.count == 2)
         }
     }
+
+    // MARK: sealing on several cores (`e2ee-send batch`)
+
+    @Test(
+        "sealing several lines at once: results in input order, read-ahead bounded, every push delivered once",
+        arguments: [1, 2, 4]
+    )
+    func parallelSealingInOrder(sealers: Int) async throws {
+        try await GatewayHarness.with { gateway in
+            let client = try gateway.makeClient(window: 8)
+            var batch = try Self.batch()
+            let sealer = batch
+            let input = CountingLines(Self.texts(200) + ["not json"] + Self.texts(20))
+            let depth = 16
+            var written: [(pulled: Int, line: SendResultLine)] = []
+            let summary = await SendPipeline(depth: depth).run(
+                lines: input,
+                client: client,
+                sealers: sealers,
+                stage: { _, line in batch.stage(line: line) },
+                seal: { sealer.seal($0) },
+                output: { line in
+                    written.append(
+                        (input.pulled, try! JSONDecoder().decode(SendResultLine.self, from: Data(line.utf8)))
+                    )
+                }
+            )
+            #expect(summary.lines == 221)
+            #expect(summary.results == 221)
+            #expect(summary.failures == 1)
+            #expect(summary.firstFailureLine == 201)
+            #expect(summary.firstFailure?.code == .badRequest)
+            #expect(written.map(\.line.line) == Array(1...221))
+            #expect(written[200].line.error == "bad-request")
+            #expect(
+                written.enumerated().allSatisfy {
+                    $0.offset == 200 || ($0.element.line.ok && $0.element.line.status == 200)
+                }
+            )
+            for (index, entry) in written.enumerated() {
+                #expect(entry.pulled - (index + 1) <= depth, "result \(index + 1) written with \(entry.pulled) read")
+            }
+            // Every push reached APNs once, with the message id its result line names.
+            let delivered = gateway.sink.records.map { $0.apnsID.lowercased() }
+            #expect(delivered.count == 220)
+            #expect(Set(delivered) == Set(written.compactMap { $0.line.apnsID?.lowercased() }))
+        }
+    }
+
+    @Test("sealing several lines at once with --window 1: pushes still reach APNs strictly in input order")
+    func parallelSealingWindowOne() async throws {
+        try await GatewayHarness.with { gateway in
+            let client = try gateway.makeClient(window: 1)
+            let d = try Devices()
+            var batch = BatchRequests(builder: PushBuilder(identity: d.alice), trust: try d.trust())
+            let sealer = batch
+            var sent: [String] = []
+            var lines: [Int] = []
+            let summary = await SendPipeline(depth: 6).run(
+                lines: Self.texts(40),
+                client: client,
+                sealers: 3,
+                stage: { _, line in batch.stage(line: line) },
+                seal: { sealer.seal($0) },
+                output: { line in
+                    let result = try! JSONDecoder().decode(SendResultLine.self, from: Data(line.utf8))
+                    sent.append(result.apnsID ?? "")
+                    lines.append(result.line)
+                }
+            )
+            #expect(summary.results == 80)
+            #expect(summary.failures == 0)
+            #expect(lines == (1...40).flatMap { [$0, $0] })
+            #expect(gateway.sink.records.map { $0.apnsID.lowercased() } == sent.map { $0.lowercased() })
+        }
+    }
+
+    @Test("sealing several lines at once while printing: request lines in order; a closed output ends the run")
+    func parallelSealingPrinting() async throws {
+        var batch = try Self.batch()
+        let sealer = batch
+        var printed: [String] = []
+        let summary = await SendPipeline(depth: 8).run(
+            lines: Self.texts(30),
+            client: nil,
+            sealers: 2,
+            stage: { _, line in batch.stage(line: line) },
+            seal: { sealer.seal($0) },
+            output: { printed.append($0) }
+        )
+        #expect(summary.lines == 30 && summary.failures == 0)
+        #expect(printed.count == 30)
+        // One request line per input line, each a distinct full-size push.
+        let bodies = try printed.map { try APNsRequest.parse(requestLine: $0).body }
+        #expect(bodies.allSatisfy { $0.utf8.count == 2233 })
+        #expect(Set(bodies).count == 30)
+
+        var closed = try Self.batch()
+        let closedSealer = closed
+        let input = CountingLines(Self.texts(50))
+        let stopped = await SendPipeline(depth: 8).run(
+            lines: input,
+            client: nil,
+            sealers: 2,
+            stage: { _, line in closed.stage(line: line) },
+            seal: { closedSealer.seal($0) },
+            output: { _ throws(SenderError) in throw SenderError(.outputFailed, "closed") }
+        )
+        #expect(stopped.outputError?.code == .outputFailed)
+        // The lines already being sealed when the output closed finish; nothing more is read.
+        #expect(input.pulled <= 3)
+        #expect(stopped.unwritten == input.pulled)
+    }
 }
