@@ -35,9 +35,12 @@ public struct PipelineSummary: Sendable, Hashable {
 /// line, or one per recipient device when a line fans out), in input order, with flat memory however long the
 /// input is.
 ///
-/// Reading and sealing happen on the calling task while earlier pushes are in flight on the client's connection,
-/// so sealing and delivery overlap (two cores: one seals, the event loop delivers). A line is read only while
-/// fewer than ``depth`` results are outstanding (in flight, or done and waiting for an earlier one), so at most
+/// Lines are read and staged (parsed, recipient checked) on the calling task in input order; sealing runs either
+/// there too (``run(lines:client:prepare:output:)``) or for several lines at once on the concurrency pool
+/// (``run(lines:client:sealers:stage:seal:output:)``, what `e2ee-send batch` uses: every core seals), while
+/// earlier pushes are in flight on the client's connection, so sealing and delivery overlap. Sealed lines are
+/// placed (given their result slots and sent) in input order. A line is read only while fewer than ``depth``
+/// results are outstanding (being sealed, in flight, or done and waiting for an earlier one), so at most
 /// `depth - 1 +` one line's items (≤ 16 devices) are held; a result is written as soon as every earlier result is.
 ///
 /// Output errors (a closed pipe) do not stop deliveries that were asked for: the pushes go out, the results that
