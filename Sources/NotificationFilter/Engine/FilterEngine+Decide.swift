@@ -127,246 +127,302 @@ extension FilterEngine {
         case .opened(let o):
             opened = o
         }
-        let account = opened.account
+        var basis = DecisionBasis(
+            decision: FilterDecision(seq: input.seq, apnsID: input.apnsID, decision: .silence, reason: ""),
+            opened: opened,
+            nowMs: nowMs,
+            sentAt: Int64(clamping: opened.message.sentAtMs)
+        )
+        basis.decision.kind = opened.message.kind.description
+        basis.decision.account = opened.account
+        basis.decision.messageID = opened.message.messageID.hex
+        basis.decision.senderDevice = opened.senderDevice
         let message = opened.message
-        let senderName = opened.senderName
-
-        var decision = FilterDecision(seq: input.seq, apnsID: input.apnsID, decision: .silence, reason: "")
-        decision.kind = message.kind.description
-        decision.account = account
-        decision.messageID = message.messageID.hex
-        decision.senderDevice = opened.senderDevice
-        func finish(_ action: FilterDecision.Action, _ reason: String) -> FilterDecision {
-            var d = decision
-            d.decision = action
-            d.reason = reason
-            if action == .fallback { d.alert = FilterDecision.fallbackAlert }
-            return d
-        }
+        let sentAt = basis.sentAt
 
         // Clock: a send time too far ahead is refused; one older than the replay window cannot be replay-checked.
-        let sentAt = Int64(clamping: message.sentAtMs)
-        if sentAt > nowMs + self.policy.clockSkewMs { return finish(.fallback, FilterReason.clock) }
-        if sentAt < nowMs - self.policy.replayRetentionMs { return finish(.fallback, FilterReason.stale) }
+        if sentAt > nowMs + self.policy.clockSkewMs { return basis.finish(.fallback, FilterReason.clock) }
+        if sentAt < nowMs - self.policy.replayRetentionMs { return basis.finish(.fallback, FilterReason.stale) }
         // Replay: the same sender's message id within the retention window (ids are per sender: PROTOCOL.md §9).
         guard
             try tx.insertMessageID(
-                account: account,
+                account: opened.account,
                 sender: message.senderUserID,
                 messageID: message.messageID.bytes,
                 sentAtMs: sentAt
             )
         else {
-            return finish(.silence, FilterReason.replay)
+            return basis.finish(.silence, FilterReason.replay)
         }
 
+        // One rule per kind.
         switch message.content {
         case .text(let text):
-            var d = finish(.alert, FilterReason.text)
-            d.alert = FilterDecision.Alert(
-                title: senderName,
-                subtitle: text.title.isEmpty ? nil : text.title,
-                body: text.body,
-                threadID: text.threadID.isEmpty ? nil : text.threadID
-            )
-            return d
-
+            return Self.decideText(text, basis)
         case .receipt:
-            return finish(.silence, FilterReason.receipt)
-
+            return basis.finish(.silence, FilterReason.receipt)
         case .unknown:
-            return finish(.silence, FilterReason.unknownKind)
-
+            return basis.finish(.silence, FilterReason.unknownKind)
         case .callInvite(let invite):
-            decision.callID = invite.callID
-            let missedAlert = FilterDecision.Alert(
-                title: "Missed call",
-                subtitle: nil,
-                body: "\(invite.displayName.isEmpty ? invite.callerHandle : invite.displayName) called you"
-                    + (invite.hasVideo ? " (video)" : ""),
-                threadID: nil
-            )
-            func missed(_ reason: String) throws -> FilterDecision {
-                try tx.setCallState(
-                    CallStateRecord(
-                        account: account,
-                        callID: invite.callID,
-                        state: .missed,
-                        updatedAtMs: nowMs,
-                        endReason: reason,
-                        callerUserID: message.senderUserID
-                    )
-                )
-                _ = try tx.recordMissedCall(
-                    MissedCallRecord(
-                        account: account,
-                        callID: invite.callID,
-                        callerHandle: invite.callerHandle,
-                        displayName: invite.displayName,
-                        atMs: nowMs,
-                        reason: reason
-                    )
-                )
-                var d = finish(.missedCall, reason)
-                d.alert = missedAlert
-                return d
-            }
-            if try tx.callState(account: account, callID: invite.callID) != nil {
-                // Already ringing, active, ended or missed: never a second ring (docs/FAILURE-MODES.md item 7).
-                return finish(.silence, FilterReason.duplicateCall)
-            }
-            // Only a cancel from the inviter cancels the invite; an answer or decline on another device of the
-            // account's own user that came first keeps it from ringing without a missed call (§15.1). Cancels
-            // from anyone else are dropped here.
-            let early = try tx.consumeEarlyCancels(account: account, callID: invite.callID)
-            if early.contains(where: { $0.senderUserID == nil || $0.senderUserID == message.senderUserID }) {
-                return try missed(FilterReason.cancelledBeforeInvite)
-            }
-            if let elsewhere = early.first(where: {
-                $0.senderUserID == opened.ownUserID && Self.elsewhereReason($0.reason) != nil
-            }), let reason = Self.elsewhereReason(elsewhere.reason) {
-                try tx.setCallState(
-                    CallStateRecord(
-                        account: account,
-                        callID: invite.callID,
-                        state: .ended,
-                        updatedAtMs: nowMs,
-                        endReason: reason,
-                        callerUserID: message.senderUserID
-                    )
-                )
-                return finish(.silence, reason)
-            }
-            let deadline = sentAt + Int64(invite.ringTimeoutSeconds) * 1000 + self.policy.clockSkewMs
-            if nowMs >= deadline {
-                return try missed(FilterReason.inviteExpired)
-            }
-            let handoff = FilterDecision.Handoff(
-                callID: invite.callID,
-                callerHandle: invite.callerHandle,
-                displayName: invite.displayName,
-                hasVideo: invite.hasVideo,
-                account: account,
-                ringDeadlineMs: deadline,
-                groupParticipants: invite.groupParticipants.isEmpty ? nil : invite.groupParticipants
-            )
-            // The provider's answer decides: a refused call never rings, so it is a missed call (with the refusal
-            // as its reason and a `missed` event), and its state is final: a later cancel or retry finds it ended.
-            if let refusal = admission.admit(handoff) {
-                guard let reason = FilterReason.callRefused(refusal) else {
-                    return finish(.silence, FilterReason.duplicateCall)  // the provider knows this call id already
-                }
-                actions.append(.refused(handoff, refusal, atMs: nowMs))
-                return try missed(reason)
-            }
+            basis.decision.callID = invite.callID
+            return try self.decideInvite(invite, basis, tx: tx, admission: &admission, actions: &actions)
+        case .callCancel(let cancel):
+            basis.decision.callID = cancel.callID
+            return try self.decideCancel(cancel, basis, tx: tx, admission: &admission, actions: &actions)
+        }
+    }
+
+    /// A text: shown, titled with the sender's name.
+    static func decideText(_ text: TextMessage, _ basis: DecisionBasis) -> FilterDecision {
+        var d = basis.finish(.alert, FilterReason.text)
+        d.alert = FilterDecision.Alert(
+            title: basis.opened.senderName,
+            subtitle: text.title.isEmpty ? nil : text.title,
+            body: text.body,
+            threadID: text.threadID.isEmpty ? nil : text.threadID
+        )
+        return d
+    }
+
+    /// A call invite: rings (handed to the call provider), or is a missed call, or is silenced as a duplicate.
+    func decideInvite(
+        _ invite: CallInvite,
+        _ basis: DecisionBasis,
+        tx: borrowing FilterStateTransaction,
+        admission: inout CallAdmission,
+        actions: inout [PostCommit]
+    ) throws -> FilterDecision {
+        let account = basis.account
+        let message = basis.message
+        let opened = basis.opened
+        let nowMs = basis.nowMs
+        func finish(_ action: FilterDecision.Action, _ reason: String) -> FilterDecision {
+            basis.finish(action, reason)
+        }
+        let sentAt = basis.sentAt
+        let missedAlert = FilterDecision.Alert(
+            title: "Missed call",
+            subtitle: nil,
+            body: "\(invite.displayName.isEmpty ? invite.callerHandle : invite.displayName) called you"
+                + (invite.hasVideo ? " (video)" : ""),
+            threadID: nil
+        )
+        func missed(_ reason: String) throws -> FilterDecision {
             try tx.setCallState(
                 CallStateRecord(
                     account: account,
                     callID: invite.callID,
-                    state: .ringing,
+                    state: .missed,
                     updatedAtMs: nowMs,
+                    endReason: reason,
                     callerUserID: message.senderUserID
                 )
             )
-            try tx.setRing(
-                RingRecord(
+            _ = try tx.recordMissedCall(
+                MissedCallRecord(
                     account: account,
                     callID: invite.callID,
-                    deadlineMs: deadline,
                     callerHandle: invite.callerHandle,
                     displayName: invite.displayName,
-                    hasVideo: invite.hasVideo
+                    atMs: nowMs,
+                    reason: reason
                 )
             )
-            actions.append(.handOff(handoff))
-            var d = finish(.ring, FilterReason.freshInvite)
-            d.handoff = handoff
+            var d = finish(.missedCall, reason)
+            d.alert = missedAlert
             return d
-
-        case .callCancel(let cancel):
-            decision.callID = cancel.callID
-            // §15.1: another device of the account's own user answered or declined.
-            let elsewhere =
-                opened.fromOwnOtherDevice
-                && (cancel.reason == .answeredElsewhere || cancel.reason == .declinedElsewhere)
-            guard let state = try tx.callState(account: account, callID: cancel.callID) else {
-                if message.senderUserID == opened.ownUserID && !opened.fromOwnOtherDevice {
-                    // This device's own cancel coming back: it changes nothing.
-                    return finish(.silence, FilterReason.cancelNotFromCaller)
-                }
-                // Pushes are not ordered: remember it, so the late invite becomes a missed call (docs/FAILURE-MODES.md
-                // item 5), or, answered or declined on another device of this user, never rings.
-                try tx.recordEarlyCancel(
-                    EarlyCancelRecord(
-                        account: account,
-                        callID: cancel.callID,
-                        reason: cancel.reason.description,
-                        atMs: nowMs,
-                        senderUserID: message.senderUserID
-                    )
-                )
-                if cancel.reason == .declinedElsewhere && message.senderUserID != opened.ownUserID {
-                    // The caller's side: a callee declined a call this user placed (not an incoming call here). Its
-                    // `remote-declined` event is kept with the decision until it is recorded in the event outbox,
-                    // so a crash in between cannot lose it (``FilterEngine/recoverAfterRestart()``).
-                    let decline = RemoteDeclineRecord(
-                        account: account,
-                        callID: cancel.callID,
-                        byUser: message.senderUserID,
-                        byDevice: opened.senderDevice,
-                        atMs: nowMs
-                    )
-                    try tx.insertRemoteDecline(decline)
-                    actions.append(.remoteDeclined(decline))
-                    return finish(.silence, FilterReason.declinedByCallee)
-                }
-                return finish(.silence, FilterReason.cancelForUnknownCall)
-            }
-            // Only the user who invited can end the call, or (answered or declined) another device of the account's
-            // own user; anyone else who knows the call id cannot (a call stored before the caller was recorded has
-            // no caller and accepts any contact's cancel, as it did then).
-            let fromCaller = state.callerUserID == nil || state.callerUserID == message.senderUserID
-            guard fromCaller || elsewhere else {
-                return finish(.silence, FilterReason.cancelNotFromCaller)
-            }
-            if elsewhere && !fromCaller && state.state == .active {
-                // Answered here too: the call goes on on this device.
-                return finish(.silence, FilterReason.cancelForAnsweredCall)
-            }
-            guard state.state == .ringing || state.state == .active else {
-                return finish(.silence, FilterReason.cancelForEndedCall)
-            }
-            let wasRinging = state.state == .ringing
-            let endedRing = try tx.deleteRing(account: account, callID: cancel.callID)
-            admission.end(uuid: cancel.callID)
-            let ring = wasRinging && cancel.reason == .remoteEnded
+        }
+        if try tx.callState(account: account, callID: invite.callID) != nil {
+            // Already ringing, active, ended or missed: never a second ring (docs/FAILURE-MODES.md item 7).
+            return finish(.silence, FilterReason.duplicateCall)
+        }
+        // Only a cancel from the inviter cancels the invite; an answer or decline on another device of the
+        // account's own user that came first keeps it from ringing without a missed call (§15.1). Cancels
+        // from anyone else are dropped here.
+        let early = try tx.consumeEarlyCancels(account: account, callID: invite.callID)
+        if early.contains(where: { $0.senderUserID == nil || $0.senderUserID == message.senderUserID }) {
+            return try missed(FilterReason.cancelledBeforeInvite)
+        }
+        if let elsewhere = early.first(where: {
+            $0.senderUserID == opened.ownUserID && Self.elsewhereReason($0.reason) != nil
+        }), let reason = Self.elsewhereReason(elsewhere.reason) {
             try tx.setCallState(
                 CallStateRecord(
                     account: account,
-                    callID: cancel.callID,
-                    state: ring ? .missed : .ended,
+                    callID: invite.callID,
+                    state: .ended,
                     updatedAtMs: nowMs,
-                    endReason: cancel.reason.description
+                    endReason: reason,
+                    callerUserID: message.senderUserID
                 )
             )
-            if ring {
-                // The caller hung up before anyone answered: a missed call in the log (not a second alert).
-                _ = try tx.recordMissedCall(
-                    MissedCallRecord(
-                        account: account,
-                        callID: cancel.callID,
-                        callerHandle: endedRing?.callerHandle,
-                        displayName: endedRing?.displayName,
-                        atMs: nowMs,
-                        reason: "remoteEnded"
-                    )
+            return finish(.silence, reason)
+        }
+        let deadline = sentAt + Int64(invite.ringTimeoutSeconds) * 1000 + self.policy.clockSkewMs
+        if nowMs >= deadline {
+            return try missed(FilterReason.inviteExpired)
+        }
+        let handoff = FilterDecision.Handoff(
+            callID: invite.callID,
+            callerHandle: invite.callerHandle,
+            displayName: invite.displayName,
+            hasVideo: invite.hasVideo,
+            account: account,
+            ringDeadlineMs: deadline,
+            groupParticipants: invite.groupParticipants.isEmpty ? nil : invite.groupParticipants
+        )
+        // The provider's answer decides: a refused call never rings, so it is a missed call (with the refusal
+        // as its reason and a `missed` event), and its state is final: a later cancel or retry finds it ended.
+        if let refusal = admission.admit(handoff) {
+            guard let reason = FilterReason.callRefused(refusal) else {
+                return finish(.silence, FilterReason.duplicateCall)  // the provider knows this call id already
+            }
+            actions.append(.refused(handoff, refusal, atMs: nowMs))
+            return try missed(reason)
+        }
+        try tx.setCallState(
+            CallStateRecord(
+                account: account,
+                callID: invite.callID,
+                state: .ringing,
+                updatedAtMs: nowMs,
+                callerUserID: message.senderUserID
+            )
+        )
+        try tx.setRing(
+            RingRecord(
+                account: account,
+                callID: invite.callID,
+                deadlineMs: deadline,
+                callerHandle: invite.callerHandle,
+                displayName: invite.displayName,
+                hasVideo: invite.hasVideo
+            )
+        )
+        actions.append(.handOff(handoff))
+        var d = finish(.ring, FilterReason.freshInvite)
+        d.handoff = handoff
+        return d
+    }
+
+    /// A call cancel: ends a ringing or active call when it comes from the caller (or, answered or declined,
+    /// from another device of this user), or is remembered for an invite still to come.
+    func decideCancel(
+        _ cancel: CallCancel,
+        _ basis: DecisionBasis,
+        tx: borrowing FilterStateTransaction,
+        admission: inout CallAdmission,
+        actions: inout [PostCommit]
+    ) throws -> FilterDecision {
+        let account = basis.account
+        let message = basis.message
+        let opened = basis.opened
+        let nowMs = basis.nowMs
+        func finish(_ action: FilterDecision.Action, _ reason: String) -> FilterDecision {
+            basis.finish(action, reason)
+        }
+        // §15.1: another device of the account's own user answered or declined.
+        let elsewhere =
+            opened.fromOwnOtherDevice
+            && (cancel.reason == .answeredElsewhere || cancel.reason == .declinedElsewhere)
+        guard let state = try tx.callState(account: account, callID: cancel.callID) else {
+            if message.senderUserID == opened.ownUserID && !opened.fromOwnOtherDevice {
+                // This device's own cancel coming back: it changes nothing.
+                return finish(.silence, FilterReason.cancelNotFromCaller)
+            }
+            // Pushes are not ordered: remember it, so the late invite becomes a missed call (docs/FAILURE-MODES.md
+            // item 5), or, answered or declined on another device of this user, never rings.
+            try tx.recordEarlyCancel(
+                EarlyCancelRecord(
+                    account: account,
+                    callID: cancel.callID,
+                    reason: cancel.reason.description,
+                    atMs: nowMs,
+                    senderUserID: message.senderUserID
                 )
+            )
+            if cancel.reason == .declinedElsewhere && message.senderUserID != opened.ownUserID {
+                // The caller's side: a callee declined a call this user placed (not an incoming call here). Its
+                // `remote-declined` event is kept with the decision until it is recorded in the event outbox,
+                // so a crash in between cannot lose it (``FilterEngine/recoverAfterRestart()``).
+                let decline = RemoteDeclineRecord(
+                    account: account,
+                    callID: cancel.callID,
+                    byUser: message.senderUserID,
+                    byDevice: opened.senderDevice,
+                    atMs: nowMs
+                )
+                try tx.insertRemoteDecline(decline)
+                actions.append(.remoteDeclined(decline))
+                return finish(.silence, FilterReason.declinedByCallee)
             }
-            actions.append(.end(account: account, callID: cancel.callID, cause: .cancelled(cancel.reason), atMs: nowMs))
-            if elsewhere && !fromCaller {
-                return finish(.silence, Self.elsewhereReason(cancel.reason.description) ?? FilterReason.callCancelled)
-            }
-            return finish(.silence, FilterReason.callCancelled)
+            return finish(.silence, FilterReason.cancelForUnknownCall)
+        }
+        // Only the user who invited can end the call, or (answered or declined) another device of the account's
+        // own user; anyone else who knows the call id cannot (a call stored before the caller was recorded has
+        // no caller and accepts any contact's cancel, as it did then).
+        let fromCaller = state.callerUserID == nil || state.callerUserID == message.senderUserID
+        guard fromCaller || elsewhere else {
+            return finish(.silence, FilterReason.cancelNotFromCaller)
+        }
+        if elsewhere && !fromCaller && state.state == .active {
+            // Answered here too: the call goes on on this device.
+            return finish(.silence, FilterReason.cancelForAnsweredCall)
+        }
+        guard state.state == .ringing || state.state == .active else {
+            return finish(.silence, FilterReason.cancelForEndedCall)
+        }
+        let wasRinging = state.state == .ringing
+        let endedRing = try tx.deleteRing(account: account, callID: cancel.callID)
+        admission.end(uuid: cancel.callID)
+        let ring = wasRinging && cancel.reason == .remoteEnded
+        try tx.setCallState(
+            CallStateRecord(
+                account: account,
+                callID: cancel.callID,
+                state: ring ? .missed : .ended,
+                updatedAtMs: nowMs,
+                endReason: cancel.reason.description
+            )
+        )
+        if ring {
+            // The caller hung up before anyone answered: a missed call in the log (not a second alert).
+            _ = try tx.recordMissedCall(
+                MissedCallRecord(
+                    account: account,
+                    callID: cancel.callID,
+                    callerHandle: endedRing?.callerHandle,
+                    displayName: endedRing?.displayName,
+                    atMs: nowMs,
+                    reason: "remoteEnded"
+                )
+            )
+        }
+        actions.append(.end(account: account, callID: cancel.callID, cause: .cancelled(cancel.reason), atMs: nowMs))
+        if elsewhere && !fromCaller {
+            return finish(.silence, Self.elsewhereReason(cancel.reason.description) ?? FilterReason.callCancelled)
+        }
+        return finish(.silence, FilterReason.callCancelled)
+    }
+
+    /// What every per-kind rule starts from: the opened message and the decision filled in so far.
+    struct DecisionBasis {
+        var decision: FilterDecision
+        let opened: OpenedMessage
+        let nowMs: Int64
+        /// The message's send time, clamped to `Int64`.
+        let sentAt: Int64
+
+        var account: String { self.opened.account }
+        var message: InnerMessage { self.opened.message }
+
+        /// The decision with its action and reason (and the fallback alert for `fallback`).
+        func finish(_ action: FilterDecision.Action, _ reason: String) -> FilterDecision {
+            var d = self.decision
+            d.decision = action
+            d.reason = reason
+            if action == .fallback { d.alert = FilterDecision.fallbackAlert }
+            return d
         }
     }
 
