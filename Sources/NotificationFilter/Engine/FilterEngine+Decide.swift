@@ -29,7 +29,7 @@ extension FilterEngine {
     /// The stateless half of a decision: parse, find the account, open and verify.
     enum Opened: Sendable {
         case malformedInput
-        case failed(code: String, account: String?)
+        case failed(code: E2EEError.Code, account: String?)
         case opened(OpenedMessage)
     }
 
@@ -64,7 +64,7 @@ extension FilterEngine {
             guard let index = context.accountByKeyID[envelope.recipientKeyID],
                 let identity = context.accounts[index].identity
             else {
-                return .failed(code: E2EEError.Code.unknownRecipientKey.rawValue, account: nil)
+                return .failed(code: .unknownRecipientKey, account: nil)
             }
             let account = context.accounts[index]
             do {
@@ -86,10 +86,10 @@ extension FilterEngine {
                     )
                 )
             } catch {
-                return .failed(code: error.code.rawValue, account: account.name)
+                return .failed(code: error.code, account: account.name)
             }
         } catch {
-            return .failed(code: error.code.rawValue, account: nil)
+            return .failed(code: error.code, account: nil)
         }
     }
 
@@ -117,10 +117,11 @@ extension FilterEngine {
             return fallback(FilterReason.malformedInput)
         case .failed(let code, let acct):
             var d: FilterDecision
-            if code == E2EEError.Code.unknownSender.rawValue && self.policy.unknownSender == .silence {
+            if code == .unknownSender && self.policy.unknownSender == .silence {
                 d = make(.silence, FilterReason.unknownSender)
             } else {
-                d = fallback(code)
+                // Every code of opening is also a reason, spelled as the protocol spells it.
+                d = fallback(code.rawValue)
             }
             d.account = acct
             return d
