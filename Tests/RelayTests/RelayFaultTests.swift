@@ -299,7 +299,7 @@ struct RelayFaultTests {
     // MARK: SQLite disk full
 
     @Test(
-        "SQLite with no room to write (RLIMIT_FSIZE on the running relay): 507 storage-full, nothing half-stored, process alive; room again: every accepted push delivered"
+        "SQLite with no room to write (RLIMIT_FSIZE on the running relay): 507 storage-full, health 503 storage-full, nothing half-stored, process alive; room again: health 200, every accepted push delivered"
     )
     func sqliteDiskFull() async throws {
         let folder = try TemporaryFolder()
@@ -355,7 +355,12 @@ struct RelayFaultTests {
                 }
                 let full = try #require(refused, "no submit was refused with the disk full")
                 #expect(relay.isRunning, "\(relay.stderr.suffix(3000))")
-                #expect(try await Self.health(client).0 == 200)  // reads still work
+                // The last write found no room: health says so (a load balancer sends elsewhere)...
+                let (fullStatus, fullText) = try await Self.health(client)
+                #expect(fullStatus == 503)
+                #expect(fullText == "storage-full")
+                // ...while reads still work.
+                #expect(try await client.fetchList(userID: "bob").devices.count == people.bob.devices.count)
 
                 // Room again: the relay writes again by itself, no restart.
                 let (lifted, liftOutput) = try runCommand(
@@ -370,6 +375,10 @@ struct RelayFaultTests {
                     idempotencyKey: full.key
                 )
                 #expect(again.duplicate == false)  // nothing of the refused submit had been stored
+                // A write succeeded: healthy again.
+                let (roomStatus, roomText) = try await Self.health(client)
+                #expect(roomStatus == 200)
+                #expect(roomText == "ok")
                 accepted += again.pushes.count
                 expected.formUnion(full.bodies)
 

@@ -83,9 +83,14 @@ public final class SQLiteRelayStore: RelayStore {
         }
     }
 
+    /// Checks the database answers, and that its last write did not fail for lack of space.
+    ///
+    /// - Throws: `storage-full` (the last write's error) from a write that failed for lack of space until a write
+    ///   succeeds again; `storage-unavailable` when the database does not answer.
     public func ping() async throws(RelayError) {
         try self.withConnection { db throws(RelayError) in
             try db.withStatement("SELECT 1") { s throws(RelayError) in _ = try s.step() }
+            if let noRoom = db.lastWriteNoRoom { throw noRoom }
         }
     }
 
