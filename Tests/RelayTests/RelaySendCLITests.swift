@@ -264,6 +264,35 @@ struct RelaySendCLITests {
         }
     }
 
+    @Test("the relay's disk full (507 storage-full): exit 75 relay-unavailable, saying to send again; nothing queued")
+    func storageFull() async throws {
+        try await Self.with { setup in
+            // The relay's SQLite file may not grow any more: the first submit that needs a new page is refused
+            // with 507 storage-full (the ones before still fit in the pages the file has).
+            try setup.fixture.store.capAtCurrentSize()
+            var refused = false
+            for round in 0..<30 where !refused {
+                let queued = try await setup.fixture.pushCount()
+                let result = try await setup.send(["text", "--to", "bob", "--body", "round \(round)"])
+                guard result.status != 0 else { continue }
+                refused = true
+                #expect(result.status == 75, "\(result.stderr)")
+                #expect(result.stderr.contains("the relay answered storage-full"), "\(result.stderr)")
+                #expect(result.stderr.contains("send again in 30 s"), "\(result.stderr)")
+                let lines = try Self.lines(result.stdoutText)
+                #expect(lines.count == 3, "\(result.stdoutText)")
+                #expect(
+                    lines.allSatisfy { $0["ok"] as? Bool == false && $0["error"] as? String == "relay-unavailable" },
+                    "\(result.stdoutText)"
+                )
+                #expect(try await setup.fixture.pushCount() == queued)
+            }
+            #expect(refused, "no submit was refused with the database capped at its size")
+            let metrics = String(decoding: setup.fixture.metrics.render(), as: UTF8.self)
+            #expect(metrics.contains(#"relay_submits_total{outcome="storage-full"} 1"#), "\(metrics)")
+        }
+    }
+
     @Test("batch --relay: one submit per line, results in input order; a bad line fails alone")
     func batch() async throws {
         try await Self.with { setup in
