@@ -264,6 +264,7 @@ let package = Package(
         .testTarget(
             name: "RelayTests",
             dependencies: [
+                "TestSupport",
                 "Relay",
                 "RelayClient",
                 "Sender",

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -9,8 +10,9 @@ import Darwin
 
 /// Runs a command to its end and returns its status and output (stdout and stderr together).
 ///
-/// posix_spawn and waitpid, not Foundation's Process: `pg_ctl start` leaves the server running with the
-/// descriptors it inherited, and Process notices an exit only when they are all closed.
+/// For system tools (`pg_ctl`, `prlimit`, `chown`), not the package's executables (those run as ``ChildProcess``).
+/// posix_spawn and waitpid, not Foundation's Process (which ``ChildProcess`` is built on): `pg_ctl start` leaves the
+/// server running with the descriptors it inherited, and Process notices an exit only when they are all closed.
 @discardableResult
 func runCommand(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
     let outputPath = NSTemporaryDirectory() + "relay-command-" + UUID().uuidString

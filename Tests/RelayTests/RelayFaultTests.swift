@@ -3,6 +3,7 @@ import Crypto
 import E2EECore
 import Foundation
 import Logging
+import TestSupport
 import Testing
 
 @testable import Relay
@@ -39,23 +40,20 @@ struct RelayFaultTests {
             "--apns-url", "https://127.0.0.1:9", "--apns-key-file", keyFile,
             "--apns-key-id", GatewayFixture.keyID, "--apns-team-id", GatewayFixture.teamID,
         ]
-        let process = Process()
-        let command = prefix + [try RelayProcess.binary()] + arguments
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        let stderrPath = folder.file("relay-\(UUID().uuidString.prefix(8)).stderr")
-        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil, attributes: [.posixPermissions: 0o666])
-        process.standardError = FileHandle(forWritingAtPath: stderrPath)
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        try await waitUntil(tries: 1200, every: .milliseconds(50)) { !process.isRunning }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw ProcessTestError("e2ee-relay did not exit within 60 s with an unusable database \(database)")
+        let child = try ChildProcess(
+            "e2ee-relay",
+            arguments,
+            stdout: .discard,
+            stderr: .file(folder.file("relay-\(UUID().uuidString.prefix(8)).stderr")),
+            prefix: prefix
+        )
+        let status: Int32
+        do {
+            status = try await child.wait(timeout: .seconds(60))
+        } catch let error as ProcessTestError {
+            throw ProcessTestError("\(error); it was given an unusable database \(database)")
         }
-        let stderr = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
-        return (process.terminationStatus, stderr)
+        return (status, child.standardError)
     }
 
     /// The value of the metric line that starts with `name` (labels included).
@@ -237,7 +235,7 @@ struct RelayFaultTests {
                     let (downStatus, downText) = try await Self.health(client)
                     #expect(downStatus == 503)
                     #expect(downText == "database-unreachable")
-                    #expect(relay.process.isRunning, "\(relay.stderr.suffix(3000))")
+                    #expect(relay.isRunning, "\(relay.stderr.suffix(3000))")
 
                     // The database comes back: the relay reconnects by itself.
                     try cluster.start()
@@ -301,7 +299,7 @@ struct RelayFaultTests {
     // MARK: SQLite disk full
 
     @Test(
-        "SQLite with no room to write (RLIMIT_FSIZE on the running relay): 507 storage-full, nothing half-stored, process alive; room again: every accepted push delivered"
+        "SQLite with no room to write (RLIMIT_FSIZE on the running relay): 507 storage-full, health 503 storage-full, nothing half-stored, process alive; room again: health 200, every accepted push delivered"
     )
     func sqliteDiskFull() async throws {
         let folder = try TemporaryFolder()
@@ -318,7 +316,7 @@ struct RelayFaultTests {
                 ignoringFileSizeSignal: true
             )
             defer { relay.stop() }
-            let pid = relay.process.processIdentifier
+            let pid = relay.pid
             let acceptedCount = try await withClient(relay.baseURL, ca: relay.caPath, timeout: .seconds(60)) { client in
                 let people = try await People.enrolled(client)
                 var expected = Set<[UInt8]>()
@@ -356,8 +354,13 @@ struct RelayFaultTests {
                     }
                 }
                 let full = try #require(refused, "no submit was refused with the disk full")
-                #expect(relay.process.isRunning, "\(relay.stderr.suffix(3000))")
-                #expect(try await Self.health(client).0 == 200)  // reads still work
+                #expect(relay.isRunning, "\(relay.stderr.suffix(3000))")
+                // The last write found no room: health says so (a load balancer sends elsewhere)...
+                let (fullStatus, fullText) = try await Self.health(client)
+                #expect(fullStatus == 503)
+                #expect(fullText == "storage-full")
+                // ...while reads still work.
+                #expect(try await client.fetchList(userID: "bob").devices.count == people.bob.devices.count)
 
                 // Room again: the relay writes again by itself, no restart.
                 let (lifted, liftOutput) = try runCommand(
@@ -372,6 +375,10 @@ struct RelayFaultTests {
                     idempotencyKey: full.key
                 )
                 #expect(again.duplicate == false)  // nothing of the refused submit had been stored
+                // A write succeeded: healthy again.
+                let (roomStatus, roomText) = try await Self.health(client)
+                #expect(roomStatus == 200)
+                #expect(roomText == "ok")
                 accepted += again.pushes.count
                 expected.formUnion(full.bodies)
 

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Relay
@@ -9,40 +10,11 @@ import Glibc
 import Darwin
 #endif
 
-/// A failure of the process-test harness itself, with what to do.
-struct ProcessTestError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// One `e2ee-relay serve` child process, stderr in a file.
-final class RelayProcess: @unchecked Sendable {
-    // @unchecked Sendable: `process` is started in `init` and afterwards only read (`isRunning`,
-    // `terminationStatus`, `processIdentifier` are thread-safe in Foundation); the other fields are immutable.
-    let process: Process
-    let stderrPath: String
+/// One `e2ee-relay serve` child process (a ``ChildProcess``), stderr in a file of the test's folder.
+final class RelayProcess: Sendable {
+    let child: ChildProcess
     let port: Int
     let caPath: String
-
-    /// The built `e2ee-relay`, next to the test bundle or in the package's build folders.
-    static func binary(filePath: String = #filePath) throws -> String {
-        var candidates: [String] = []
-        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-            .deletingLastPathComponent()
-        for _ in 0..<5 {
-            candidates.append(folder.appendingPathComponent("e2ee-relay").path)
-            folder.deleteLastPathComponent()
-        }
-        let package = URL(fileURLWithPath: filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        candidates.append(package.appendingPathComponent(".build/debug/e2ee-relay").path)
-        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            throw ProcessTestError(
-                "e2ee-relay is not built (looked in \(candidates.joined(separator: ", "))); run `swift build --product e2ee-relay`"
-            )
-        }
-        return found
-    }
 
     /// Starts `e2ee-relay serve` on a free port and waits for its port file.
     init(
@@ -59,9 +31,7 @@ final class RelayProcess: @unchecked Sendable {
     {
         let portFile = folder.file("\(name).port")
         try? FileManager.default.removeItem(atPath: portFile)
-        self.stderrPath = folder.file("\(name).stderr")
-        _ = FileManager.default.createFile(atPath: self.stderrPath, contents: nil)
-        let process = Process()
+        let stderrPath = folder.file("\(name).stderr")
         let arguments =
             [
                 "serve", "--database", database, "--port", "0", "--port-file", portFile,
@@ -72,19 +42,17 @@ final class RelayProcess: @unchecked Sendable {
                 // A loopback TLS handshake can take seconds under a sanitizer on shared cores.
                 "--apns-connect-timeout", "60",
             ] + extra
-        if ignoringFileSizeSignal {
-            // A write past RLIMIT_FSIZE then fails with EFBIG instead of killing the process with SIGXFSZ (an
-            // ignored signal stays ignored across exec), as a write to a full disk fails with ENOSPC.
-            process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = ["-c", "trap '' XFSZ; exec \"$0\" \"$@\"", try Self.binary()] + arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: try Self.binary())
-            process.arguments = arguments
-        }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: self.stderrPath)
-        try process.run()
-        self.process = process
+        // A write past RLIMIT_FSIZE then fails with EFBIG instead of killing the process with SIGXFSZ (an ignored
+        // signal stays ignored across exec), as a write to a full disk fails with ENOSPC.
+        let prefix = ignoringFileSizeSignal ? ["/bin/sh", "-c", "trap '' XFSZ; exec \"$0\" \"$@\""] : []
+        let child = try ChildProcess(
+            "e2ee-relay",
+            arguments,
+            stdout: .discard,
+            stderr: .file(stderrPath),
+            prefix: prefix
+        )
+        self.child = child
         self.caPath = folder.file("\(name)-tls/ca.pem")
         var port: Int?
         for _ in 0..<600 {
@@ -94,38 +62,32 @@ final class RelayProcess: @unchecked Sendable {
                 port = value
                 break
             }
-            guard process.isRunning else { break }
+            guard child.isRunning else { break }
             try await Task.sleep(for: .milliseconds(50))
         }
         guard let port else {
-            process.terminate()
-            let stderr = (try? String(contentsOfFile: self.stderrPath, encoding: .utf8)) ?? ""
-            throw ProcessTestError("e2ee-relay did not start: \(stderr.suffix(2000))")
+            child.signal(SIGTERM)
+            throw ProcessTestError("e2ee-relay did not start: \(child.standardError.suffix(2000))")
         }
         self.port = port
     }
 
     var baseURL: String { "https://127.0.0.1:\(self.port)" }
+    var pid: Int32 { self.child.pid }
+    var isRunning: Bool { self.child.isRunning }
 
-    func signal(_ value: Int32) {
-        guard self.process.isRunning else { return }
-        kill(self.process.processIdentifier, value)
-    }
+    func signal(_ value: Int32) { self.child.signal(value) }
 
     /// Kills the process if it still runs (tests call it on every path out).
     func stop() { self.signal(SIGKILL) }
 
-    /// Waits for the process to exit and returns its status.
+    /// Waits for the process to exit (killing it and failing after 60 s) and returns its status: the exit status,
+    /// or 128 + the signal number for a process ended by a signal.
     func waitForExit() async throws -> Int32 {
-        try await waitUntil(tries: 1200, every: .milliseconds(50)) { !self.process.isRunning }
-        guard !self.process.isRunning else {
-            self.signal(SIGKILL)
-            throw ProcessTestError("e2ee-relay did not exit within 60 s")
-        }
-        return self.process.terminationStatus
+        try await self.child.wait(timeout: .seconds(60))
     }
 
-    var stderr: String { (try? String(contentsOfFile: self.stderrPath, encoding: .utf8)) ?? "" }
+    var stderr: String { self.child.standardError }
 }
 
 /// Runs `body` with a client of `relay`, shutting the client down however `body` ends. Requests may take 60 s: CI

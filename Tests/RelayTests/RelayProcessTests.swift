@@ -1,6 +1,7 @@
 import APNsGateway
 import E2EECore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Relay
@@ -131,7 +132,7 @@ struct RelayProcessTests {
             }
             #expect(accepted == 40)
             first.signal(SIGKILL)
-            #expect(try await first.waitForExit() == SIGKILL)
+            #expect(try await first.waitForExit() == 128 + SIGKILL)
 
             // Second life on the same file, APNs reachable.
             let second = try await RelayProcess(
@@ -173,22 +174,19 @@ struct RelayProcessTests {
                 keyFile: keyFile
             )
             defer { first.stop() }
-            let second = Process()
-            second.executableURL = URL(fileURLWithPath: try RelayProcess.binary())
-            second.arguments = [
-                "serve", "--database", database, "--port", "0", "--self-signed-tls-dir", folder.file("second-tls"),
-                "--apns-url", gateway.baseURL, "--apns-ca", gateway.server.caCertificatePath, "--apns-key-file",
-                keyFile,
-                "--apns-key-id", GatewayFixture.keyID, "--apns-team-id", GatewayFixture.teamID,
-            ]
-            let errors = Pipe()
-            second.standardError = errors
-            second.standardOutput = FileHandle.nullDevice
-            try second.run()
-            let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            second.waitUntilExit()
-            #expect(second.terminationReason == .exit)
-            #expect(second.terminationStatus == 69)
+            let second = try await ChildProcess.run(
+                "e2ee-relay",
+                [
+                    "serve", "--database", database, "--port", "0", "--self-signed-tls-dir", folder.file("second-tls"),
+                    "--apns-url", gateway.baseURL, "--apns-ca", gateway.server.caCertificatePath, "--apns-key-file",
+                    keyFile,
+                    "--apns-key-id", GatewayFixture.keyID, "--apns-team-id", GatewayFixture.teamID,
+                ],
+                stdout: .discard
+            )
+            // 69 is an exit status: a process ended by a signal reports 128 + the signal number.
+            #expect(second.status == 69)
+            let stderr = second.stderr
             #expect(stderr.contains("another process holds the database locked"), "\(stderr.suffix(1000))")
             first.signal(SIGTERM)
             #expect(try await first.waitForExit() == 0)
@@ -203,20 +201,15 @@ struct RelayProcessTests {
         ]
     )
     func shortLease(options: [String], message: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try RelayProcess.binary())
-        process.arguments =
+        let output = try ChildProcess.runBlocking(
+            "e2ee-relay",
             [
                 "serve", "--database", "x.sqlite", "--self-signed-tls-dir", "tls", "--apns-key-id", "K",
                 "--apns-team-id", "T",
-            ] + options
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 64)
-        #expect(stderr.contains(message), "\(stderr)")
+            ] + options,
+            stdout: .discard
+        )
+        #expect(output.status == 64)
+        #expect(output.stderr.contains(message), "\(output.stderr)")
     }
 }

@@ -3,6 +3,7 @@ import APNsGateway
 import Foundation
 import Logging
 import Sender
+import TestSupport
 import Testing
 
 @testable import Relay
@@ -113,13 +114,14 @@ struct RelaySendCLITests {
         }
 
         /// `e2ee-send <args> --identity alice --contacts … --relay … --relay-ca …`.
-        func send(_ args: [String], stdin: String = "") async throws -> ProcessResult {
-            try await runSend(
+        func send(_ args: [String], stdin: String = "") async throws -> ProcessOutput {
+            try await ChildProcess.run(
+                "e2ee-send",
                 args + [
                     "--identity", self.folder.file("alice.identity"), "--pins", self.folder.file("pins.json"),
                     "--contacts", self.folder.file("contacts"), "--relay", self.url, "--relay-ca", self.relay.caPath,
                 ],
-                stdin: stdin
+                stdin: .bytes(Array(stdin.utf8))
             )
         }
 
@@ -156,7 +158,7 @@ struct RelaySendCLITests {
             // The text goes to all three registered devices; APNs answers 410 for the watch.
             let text = try await setup.send(["text", "--to", "bob", "--body", "hello through the relay"])
             #expect(text.status == 0, "\(text.stderr)")
-            let textLines = try Self.lines(text.stdout)
+            let textLines = try Self.lines(text.stdoutText)
             #expect(textLines.map { $0["device"] as? String } == ["phone", "tablet", "watch"])
             #expect(textLines.allSatisfy { $0["ok"] as? Bool == true && $0["relay_status"] as? Int == 202 })
             #expect(textLines.allSatisfy { ($0["relay_push_id"] as? String) == ($0["apns_id"] as? String) })
@@ -168,7 +170,7 @@ struct RelaySendCLITests {
             // The relay now shows the watch as unregistered: the call skips it and says so.
             let call = try await setup.send(["call", "--to", "bob", "--video"])
             #expect(call.status == 0, "\(call.stderr)")
-            let callLines = try Self.lines(call.stdout)
+            let callLines = try Self.lines(call.stdoutText)
             #expect(callLines.map { $0["device"] as? String } == ["phone", "tablet", "watch"])
             #expect(callLines[0]["ok"] as? Bool == true && callLines[1]["ok"] as? Bool == true)
             #expect(callLines[2]["ok"] as? Bool == false && callLines[2]["skipped"] as? String == "unregistered")
@@ -240,7 +242,7 @@ struct RelaySendCLITests {
             let result = try await setup.send(["text", "--to", "bob", "--body", "to a ghost"])
             #expect(result.status == 76)
             #expect(result.stderr.contains("device-not-signed-in"))
-            #expect(result.stdout.isEmpty)
+            #expect(result.stdoutText.isEmpty)
             #expect(try await setup.fixture.store.counts() == [:])
         }
     }
@@ -253,12 +255,41 @@ struct RelaySendCLITests {
             let result = try await setup.send(["text", "--to", "bob", "--body", "hi", "--delivery-token-file", other])
             #expect(result.status == 77)
             #expect(result.stderr.contains("bad-delivery-token"))
-            let lines = try Self.lines(result.stdout)
+            let lines = try Self.lines(result.stdoutText)
             #expect(lines.count == 3)
             #expect(
                 lines.allSatisfy { $0["ok"] as? Bool == false && $0["error"] as? String == "delivery-token-refused" }
             )
             #expect(try await setup.fixture.store.counts() == [:])
+        }
+    }
+
+    @Test("the relay's disk full (507 storage-full): exit 75 relay-unavailable, saying to send again; nothing queued")
+    func storageFull() async throws {
+        try await Self.with { setup in
+            // The relay's SQLite file may not grow any more: the first submit that needs a new page is refused
+            // with 507 storage-full (the ones before still fit in the pages the file has).
+            try setup.fixture.store.capAtCurrentSize()
+            var refused = false
+            for round in 0..<30 where !refused {
+                let queued = try await setup.fixture.pushCount()
+                let result = try await setup.send(["text", "--to", "bob", "--body", "round \(round)"])
+                guard result.status != 0 else { continue }
+                refused = true
+                #expect(result.status == 75, "\(result.stderr)")
+                #expect(result.stderr.contains("the relay answered storage-full"), "\(result.stderr)")
+                #expect(result.stderr.contains("send again in 30 s"), "\(result.stderr)")
+                let lines = try Self.lines(result.stdoutText)
+                #expect(lines.count == 3, "\(result.stdoutText)")
+                #expect(
+                    lines.allSatisfy { $0["ok"] as? Bool == false && $0["error"] as? String == "relay-unavailable" },
+                    "\(result.stdoutText)"
+                )
+                #expect(try await setup.fixture.pushCount() == queued)
+            }
+            #expect(refused, "no submit was refused with the database capped at its size")
+            let metrics = String(decoding: setup.fixture.metrics.render(), as: UTF8.self)
+            #expect(metrics.contains(#"relay_submits_total{outcome="storage-full"} 1"#), "\(metrics)")
         }
     }
 
@@ -273,7 +304,7 @@ struct RelaySendCLITests {
                 """
             let result = try await setup.send(["batch"], stdin: input)
             #expect(result.status == 65, "\(result.stderr)")
-            let lines = try Self.lines(result.stdout)
+            let lines = try Self.lines(result.stdoutText)
             #expect(lines.map { $0["line"] as? Int } == [1, 1, 1, 2, 3, 3, 3])
             #expect(lines.map { $0["ok"] as? Bool } == [true, true, true, false, true, true, true])
             #expect(lines[3]["error"] as? String == "bad-request")
@@ -305,21 +336,28 @@ struct RelayDeviceCLITests {
             try Data(list.jsonData()).write(to: URL(fileURLWithPath: folder.file("bob.card.json")))
             let flags = ["--relay", "https://127.0.0.1:\(relay.port)", "--relay-ca", relay.caPath]
 
-            let published = try await runSend(["relay", "publish", "--card", folder.file("bob.card.json")] + flags)
+            let published = try await ChildProcess.run(
+                "e2ee-send",
+                ["relay", "publish", "--card", folder.file("bob.card.json")] + flags
+            )
             #expect(published.status == 0, "\(published.stderr)")
-            #expect(published.stdout == #"{"list_version":1,"stored":true}"# + "\n")
-            let again = try await runSend(["relay", "publish", "--card", folder.file("bob.card.json")] + flags)
-            #expect(again.stdout == #"{"list_version":1,"stored":false}"# + "\n")
+            #expect(published.stdoutText == #"{"list_version":1,"stored":true}"# + "\n")
+            let again = try await ChildProcess.run(
+                "e2ee-send",
+                ["relay", "publish", "--card", folder.file("bob.card.json")] + flags
+            )
+            #expect(again.stdoutText == #"{"list_version":1,"stored":false}"# + "\n")
 
             let token = String(repeating: "ab", count: 32)
-            let registered = try await runSend(
+            let registered = try await ChildProcess.run(
+                "e2ee-send",
                 [
                     "relay", "register", "--identity", folder.file("bob.identity"), "--device-token", token, "--topic",
                     "com.example.app",
                 ] + flags
             )
             #expect(registered.status == 0, "\(registered.stderr)")
-            #expect(registered.stdout == #"{"device":"phone","push":"active"}"# + "\n")
+            #expect(registered.stdoutText == #"{"device":"phone","push":"active"}"# + "\n")
             let devices = try await fixture.store.devices(userID: "bob")
             #expect(
                 devices.map(\.address)
@@ -327,12 +365,13 @@ struct RelayDeviceCLITests {
             )
 
             let tokenFile = folder.file("bob.delivery-token")
-            let tokens = try await runSend(
+            let tokens = try await ChildProcess.run(
+                "e2ee-send",
                 ["relay", "tokens", "--identity", folder.file("bob.identity"), "--token-file", tokenFile, "--create"]
                     + flags
             )
             #expect(tokens.status == 0, "\(tokens.stderr)")
-            #expect(tokens.stdout == #"{"tokens":1}"# + "\n")
+            #expect(tokens.stdoutText == #"{"tokens":1}"# + "\n")
             let mode = try FileManager.default.attributesOfItem(atPath: tokenFile)[.posixPermissions] as? Int
             #expect(mode == 0o600)
             let hex = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(in: .newlines)
@@ -342,7 +381,8 @@ struct RelayDeviceCLITests {
             // A refusal names the relay's reason and exits 69: a device that is not in bob's list.
             let stranger = try Identity.generate(userID: "bob", displayName: "Bob", deviceID: "laptop", nowMs: now)
             try stranger.save(path: folder.file("stranger.identity"))
-            let refused = try await runSend(
+            let refused = try await ChildProcess.run(
+                "e2ee-send",
                 ["relay", "register", "--identity", folder.file("stranger.identity"), "--device-token", token] + flags
             )
             #expect(refused.status == 69)
@@ -357,60 +397,4 @@ struct RelayDeviceCLITests {
         await fixture.cleanup()
         folder.cleanup()
     }
-}
-
-struct ProcessResult: Sendable {
-    var status: Int32
-    var stdout: String
-    var stderr: String
-}
-
-/// The `e2ee-send` binary built next to the tests.
-func sendBinary(filePath: String = #filePath) throws -> String {
-    var folder = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-    var candidates: [String] = []
-    for _ in 0..<5 {
-        candidates.append(folder.appendingPathComponent("e2ee-send").path)
-        folder.deleteLastPathComponent()
-    }
-    let package = URL(fileURLWithPath: filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-    candidates.append(package.appendingPathComponent(".build/debug/e2ee-send").path)
-    guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-        throw RelayError(.configuration, "e2ee-send is not built (looked in \(candidates)); run `swift build`")
-    }
-    return found
-}
-
-/// Runs `e2ee-send` without blocking a thread of the cooperative pool while it runs (the relay it talks to runs in
-/// this process).
-func runSend(_ arguments: [String], stdin: String = "") async throws -> ProcessResult {
-    let folder = try TemporaryFolder()
-    defer { folder.cleanup() }
-    let outPath = folder.file("stdout")
-    let errPath = folder.file("stderr")
-    let inPath = folder.file("stdin")
-    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-    _ = FileManager.default.createFile(atPath: inPath, contents: Data(stdin.utf8))
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: try sendBinary())
-    process.arguments = arguments
-    process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
-    process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-    process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-        process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-        do {
-            try process.run()
-        } catch {
-            process.terminationHandler = nil
-            continuation.resume(throwing: error)
-        }
-    }
-    return ProcessResult(
-        status: status,
-        stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
-        stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-    )
 }

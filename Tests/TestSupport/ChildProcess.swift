@@ -27,8 +27,12 @@ public struct ProcessOutput: Sendable {
 /// One of the package's executables run as a child process by a test: the one process runner of the test suites.
 ///
 /// Standard input is nothing (`/dev/null`), a file, or bytes (written to a file first, so no pipe can fill up).
-/// Each output goes to a file (the default: a child can never stall on a full pipe) or to a pipe the test reads
-/// while the child runs, or closes to play a reader that went away.
+/// Each output goes to a file (the default: a child can never stall on a full pipe), to a pipe the test reads
+/// while the child runs (or closes to play a reader that went away), or to `/dev/null`.
+///
+/// A command prefix runs the executable under another program that execs it (`setpriv … --` to drop root,
+/// `/bin/sh -c 'trap "" XFSZ; exec "$0" "$@"'` to ignore a signal across exec): the executable's path and the
+/// arguments follow the prefix, and the exit status is the prefix program's (the executable's, once it has exec'd).
 public final class ChildProcess: @unchecked Sendable {
     // @unchecked Sendable: `process` is only started in `init` and afterwards only read (`isRunning`,
     // `terminationStatus`, `processIdentifier` are thread-safe in Foundation); the other fields are immutable.
@@ -46,6 +50,8 @@ public final class ChildProcess: @unchecked Sendable {
         case file(String)
         /// A pipe, read by the test through ``stdoutPipe`` or ``stderrPipe``.
         case pipe
+        /// `/dev/null`: the output is thrown away.
+        case discard
     }
 
     public let process: Process
@@ -57,18 +63,23 @@ public final class ChildProcess: @unchecked Sendable {
     public let stdoutPipe: Pipe?
     /// The stderr pipe, when stderr goes to a pipe.
     public let stderrPipe: Pipe?
+    /// The product name, for messages.
+    public let name: String
     private let scratch: String?
 
     /// Starts one of the package's executables.
     ///
     /// - Parameters:
-    ///   - executable: The product name (`e2ee-send`, `e2ee-filter`, `e2ee-gateway`), found by
+    ///   - executable: The product name (`e2ee-send`, `e2ee-filter`, `e2ee-gateway`, `e2ee-relay`), found by
     ///     ``TestExecutable/path(_:)``.
     ///   - arguments: The subcommand and its flags.
     ///   - stdin: Standard input (default: nothing).
     ///   - stdout: Where standard output goes (default: a file in a fresh temporary folder).
     ///   - stderr: Where standard error goes (default: a file in a fresh temporary folder).
     ///   - environment: Changes to the inherited environment: a value sets a variable, `nil` removes it.
+    ///   - prefix: A command that runs the executable: its first element is the program started (an absolute
+    ///     path), the rest its first arguments, followed by the executable's path and `arguments` (default: none,
+    ///     the executable is started itself).
     /// - Throws: ``ProcessTestError`` when the executable is not built; what `Process.run()` throws.
     public init(
         _ executable: String,
@@ -76,7 +87,8 @@ public final class ChildProcess: @unchecked Sendable {
         stdin: Input = .nothing,
         stdout: Output? = nil,
         stderr: Output? = nil,
-        environment: [String: String?] = [:]
+        environment: [String: String?] = [:],
+        prefix: [String] = []
     ) throws {
         let path = try TestExecutable.path(executable)
         var scratch: String?
@@ -89,8 +101,9 @@ public final class ChildProcess: @unchecked Sendable {
             return scratch! + "/" + name
         }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
+        let command = prefix + [path] + arguments
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         var inherited = ProcessInfo.processInfo.environment
         for (name, value) in environment { inherited[name] = value }
         process.environment = inherited
@@ -121,6 +134,8 @@ public final class ChildProcess: @unchecked Sendable {
             case .pipe:
                 let pipe = Pipe()
                 return (nil, pipe, pipe)
+            case .discard:
+                return (nil, nil, FileHandle.nullDevice)
             }
         }
         let out = try attach(stdout, name: "stdout")
@@ -133,6 +148,7 @@ public final class ChildProcess: @unchecked Sendable {
         self.stdoutPipe = out.pipe
         self.stderrPath = err.path
         self.stderrPipe = err.pipe
+        self.name = executable
         self.scratch = scratch
     }
 
@@ -161,7 +177,7 @@ public final class ChildProcess: @unchecked Sendable {
                 kill(self.pid, SIGKILL)
                 self.process.waitUntilExit()
                 throw ProcessTestError(
-                    "\(self.process.executableURL?.lastPathComponent ?? "child") (pid \(self.pid)) did not exit "
+                    "\(self.name) (pid \(self.pid)) did not exit "
                         + "within \(timeout); killed it"
                 )
             }
@@ -182,13 +198,13 @@ public final class ChildProcess: @unchecked Sendable {
             ? 128 + self.process.terminationStatus : self.process.terminationStatus
     }
 
-    /// Standard output so far: the file's contents, or the pipe read to its end.
+    /// Standard output so far: the file's contents, or the pipe read to its end (empty when discarded).
     public var standardOutput: [UInt8] {
         if let path = self.stdoutPath { return FileManager.default.contents(atPath: path).map { Array($0) } ?? [] }
         return self.stdoutPipe.map { Array($0.fileHandleForReading.readDataToEndOfFile()) } ?? []
     }
 
-    /// Standard error so far, as text: the file's contents, or the pipe read to its end.
+    /// Standard error so far, as text: the file's contents, or the pipe read to its end (empty when discarded).
     public var standardError: String {
         if let path = self.stderrPath {
             return FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) } ?? ""
@@ -199,8 +215,8 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Runs an executable to completion.
     ///
-    /// - Parameters: as ``init(_:_:stdin:stdout:stderr:environment:)``, plus `timeout` (the child is killed and
-    ///   the run fails after it).
+    /// - Parameters: as ``init(_:_:stdin:stdout:stderr:environment:prefix:)``, plus `timeout` (the child is killed
+    ///   and the run fails after it).
     /// - Returns: The exit status and both outputs.
     public static func run(
         _ executable: String,
@@ -209,6 +225,7 @@ public final class ChildProcess: @unchecked Sendable {
         stdout: Output? = nil,
         stderr: Output? = nil,
         environment: [String: String?] = [:],
+        prefix: [String] = [],
         timeout: Duration = .seconds(300)
     ) async throws -> ProcessOutput {
         let child = try ChildProcess(
@@ -217,20 +234,34 @@ public final class ChildProcess: @unchecked Sendable {
             stdin: stdin,
             stdout: stdout,
             stderr: stderr,
-            environment: environment
+            environment: environment,
+            prefix: prefix
         )
         let status = try await child.wait(timeout: timeout)
         return ProcessOutput(status: status, stdout: child.standardOutput, stderr: child.standardError)
     }
 
     /// Runs an executable to completion, blocking the calling thread (for synchronous tests).
+    ///
+    /// - Parameters: as ``init(_:_:stdin:stdout:stderr:environment:prefix:)``.
     public static func runBlocking(
         _ executable: String,
         _ arguments: [String],
         stdin: Input = .nothing,
-        environment: [String: String?] = [:]
+        stdout: Output? = nil,
+        stderr: Output? = nil,
+        environment: [String: String?] = [:],
+        prefix: [String] = []
     ) throws -> ProcessOutput {
-        let child = try ChildProcess(executable, arguments, stdin: stdin, environment: environment)
+        let child = try ChildProcess(
+            executable,
+            arguments,
+            stdin: stdin,
+            stdout: stdout,
+            stderr: stderr,
+            environment: environment,
+            prefix: prefix
+        )
         let status = child.waitBlocking()
         return ProcessOutput(status: status, stdout: child.standardOutput, stderr: child.standardError)
     }

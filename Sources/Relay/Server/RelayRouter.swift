@@ -64,10 +64,14 @@ public enum RelayRouter: Sendable {
                 try await service.store.ping()
                 return Self.json(.ok, ["status": "ok"])
             } catch {
-                // The process runs; its database does not answer (or has no room): a load balancer sends elsewhere.
+                // The process runs; its database does not answer, or its last write found no room on the disk (until
+                // a write succeeds again): a load balancer sends elsewhere.
                 var response = Self.json(
                     .serviceUnavailable,
-                    ["status": "database-unreachable", "message": error.message]
+                    [
+                        "status": error.code == .storageFull ? "storage-full" : "database-unreachable",
+                        "message": error.message,
+                    ]
                 )
                 response.headers[Self.retryAfter] = "\(error.retryAfterSeconds ?? 1)"
                 return response

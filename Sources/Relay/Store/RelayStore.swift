@@ -10,7 +10,8 @@ public protocol RelayStore: Sendable {
     /// Creates the schema if missing.
     func migrate() async throws(RelayError)
 
-    /// Checks the database answers.
+    /// Checks the database answers; a store that knows its last write failed for lack of space throws
+    /// `storage-full` until a write succeeds again.
     func ping() async throws(RelayError)
 
     /// The stored list of a user.

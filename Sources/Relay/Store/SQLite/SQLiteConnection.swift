@@ -18,6 +18,9 @@ final class SQLiteConnection {
     /// The database file (its folder's free space and the process's file-size limit explain a failed write).
     private let path: String
     private var statements: [String: OpaquePointer] = [:]
+    /// The `storage-full` error of the last write transaction, when it failed for lack of space; nil again once a
+    /// transaction that changed rows commits (the health endpoint answers 503 `storage-full` meanwhile).
+    private(set) var lastWriteNoRoom: RelayError?
 
     /// Opens (creating if needed) the database file at `path`.
     init(path: String) throws(RelayError) {
@@ -103,14 +106,20 @@ final class SQLiteConnection {
     }
 
     /// Runs `body` inside `BEGIN IMMEDIATE` … `COMMIT`, rolling back when it throws.
+    ///
+    /// A failure for lack of space is kept in ``lastWriteNoRoom`` until a transaction that changed rows commits (a
+    /// transaction that changed nothing wrote nothing, so it says nothing about the room on the disk).
     func transaction<T>(_ body: () throws(RelayError) -> T) throws(RelayError) -> T {
-        try execute("BEGIN IMMEDIATE")
+        let changesBefore = sqlite3_total_changes(handle)
         do {
+            try execute("BEGIN IMMEDIATE")
             let value = try body()
             try execute("COMMIT")
+            if sqlite3_total_changes(handle) != changesBefore { self.lastWriteNoRoom = nil }
             return value
         } catch {
             if sqlite3_get_autocommit(handle) == 0 { _ = sqlite3_exec(handle, "ROLLBACK", nil, nil, nil) }
+            if error.code == .storageFull { self.lastWriteNoRoom = error }
             throw error
         }
     }

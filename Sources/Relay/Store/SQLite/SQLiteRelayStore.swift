@@ -83,9 +83,24 @@ public final class SQLiteRelayStore: RelayStore {
         }
     }
 
+    /// Checks the database answers, and that its last write did not fail for lack of space.
+    ///
+    /// - Throws: `storage-full` (the last write's error) from a write that failed for lack of space until a write
+    ///   succeeds again; `storage-unavailable` when the database does not answer.
     public func ping() async throws(RelayError) {
         try self.withConnection { db throws(RelayError) in
             try db.withStatement("SELECT 1") { s throws(RelayError) in _ = try s.step() }
+            if let noRoom = db.lastWriteNoRoom { throw noRoom }
+        }
+    }
+
+    /// Caps the database at the pages it has now (SQLite's `max_page_count`, for this connection): a write that
+    /// needs another page then fails with SQLITE_FULL, `storage-full`, as on a full disk. For tests that fill the
+    /// disk of a relay running in their own process.
+    func capAtCurrentSize() throws(RelayError) {
+        try self.withConnection { db throws(RelayError) in
+            // max_page_count is never set below the current size: 1 means "no page more".
+            try db.execute("PRAGMA max_page_count = 1")
         }
     }
 
