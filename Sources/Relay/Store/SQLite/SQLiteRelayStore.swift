@@ -94,15 +94,17 @@ public final class SQLiteRelayStore: RelayStore {
         }
     }
 
+    #if DEBUG
     /// Caps the database at the pages it has now (SQLite's `max_page_count`, for this connection): a write that
     /// needs another page then fails with SQLITE_FULL, `storage-full`, as on a full disk. For tests that fill the
-    /// disk of a relay running in their own process.
+    /// disk of a relay running in their own process; debug builds only (tests), never in a release binary.
     func capAtCurrentSize() throws(RelayError) {
         try self.withConnection { db throws(RelayError) in
             // max_page_count is never set below the current size: 1 means "no page more".
             try db.execute("PRAGMA max_page_count = 1")
         }
     }
+    #endif
 
     public func list(userID: String) async throws(RelayError) -> StoredList? {
         try self.withConnection { db throws(RelayError) in try Self.list(db, userID) }
