@@ -3,6 +3,7 @@ import E2EECore
 import Foundation
 import Logging
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import Relay
@@ -146,6 +147,43 @@ struct RelayPostgresCrashTests {
                 )
 
                 #expect(try await store.counts() == [.delivered: expected.count])
+
+                // Every duplicate is harmless: each of bob's devices runs the real filter over what APNs delivered
+                // to it (duplicates included, in delivery order); each message alerts once, every copy is a replay.
+                let contacts = folder.file("filter-contacts")
+                try FileManager.default.createDirectory(atPath: contacts, withIntermediateDirectories: true)
+                try Data(alice.list.jsonData()).write(to: URL(fileURLWithPath: contacts + "/alice.card.json"))
+                for device in bob.devices {
+                    let token = TestUser.address(device.deviceID).deviceToken
+                    let records = gateway.sink.records.filter { $0.deviceToken == token }
+                    let unique = Set(records.map(\.bodyBytes)).count
+                    let identityPath = folder.file("\(device.deviceID).identity")
+                    try device.save(path: identityPath)
+                    let run = try await ChildProcess.run(
+                        "e2ee-filter",
+                        [
+                            "run", "--identity", identityPath, "--contacts", contacts,
+                            "--state", folder.file("\(device.deviceID).filter.sqlite"),
+                        ],
+                        stdin: .bytes(Array(records.map { $0.jsonLine() + "\n" }.joined().utf8)),
+                        // The pushes were sealed at the test users' clock (1,800,000,000,000 ms).
+                        environment: ["E2EE_FILTER_NOW_MS": "1800000000000"]
+                    )
+                    #expect(run.status == 0, "e2ee-filter on \(device.deviceID): \(run.stderr.suffix(2000))")
+                    var reasons: [String: Int] = [:]
+                    for line in run.stdoutText.split(separator: "\n") {
+                        let decision = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                        reasons["\(decision?["decision"] ?? "-")/\(decision?["reason"] ?? "-")", default: 0] += 1
+                    }
+                    #expect(unique == Self.submits, "\(device.deviceID): \(unique) distinct pushes delivered")
+                    #expect(
+                        reasons
+                            == ["alert/text": unique].merging(
+                                records.count > unique ? ["silence/replay": records.count - unique] : [:]
+                            ) { a, _ in a },
+                        "\(device.deviceID): \(records.count) deliveries, decisions \(reasons)"
+                    )
+                }
                 // A measurement, not an assertion: enqueue → delivered across the run (debug build, shared cores).
                 let latencies = try await store.deliveredLatenciesMs()
                 if !latencies.isEmpty {
