@@ -238,6 +238,7 @@ let package = Package(
         .testTarget(
             name: "APNsGatewayTests",
             dependencies: [
+                "Locking",
                 "TestSupport",
                 "APNsGateway",
                 .product(name: "Logging", package: "swift-log"),
@@ -254,6 +255,7 @@ let package = Package(
         .testTarget(
             name: "SenderTests",
             dependencies: [
+                "Locking",
                 "TestSupport",
                 "Sender",
                 "E2EECore",
@@ -272,6 +274,7 @@ let package = Package(
         .testTarget(
             name: "RelayTests",
             dependencies: [
+                "Locking",
                 "Relay",
                 "RelayClient",
                 "Sender",
@@ -292,6 +295,7 @@ let package = Package(
         .testTarget(
             name: "NotificationFilterTests",
             dependencies: [
+                "Locking",
                 "TestSupport",
                 "NotificationFilter",
                 "E2EECore",
