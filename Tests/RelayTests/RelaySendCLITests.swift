@@ -160,7 +160,7 @@ struct RelaySendCLITests {
             #expect(textLines.map { $0["device"] as? String } == ["phone", "tablet", "watch"])
             #expect(textLines.allSatisfy { $0["ok"] as? Bool == true && $0["relay_status"] as? Int == 202 })
             #expect(textLines.allSatisfy { ($0["relay_push_id"] as? String) == ($0["apns_id"] as? String) })
-            try await waitUntil(tries: 2000, every: .milliseconds(10)) {
+            try await waitUntil(tries: 12_000, every: .milliseconds(10)) {
                 try await setup.fixture.store.counts() == [.delivered: 2, .unregistered: 1]
             }
             #expect(try await setup.fixture.store.counts() == [.delivered: 2, .unregistered: 1])
@@ -174,7 +174,7 @@ struct RelaySendCLITests {
             #expect(callLines[2]["ok"] as? Bool == false && callLines[2]["skipped"] as? String == "unregistered")
             #expect(callLines[2]["relay_push_id"] == nil)
             #expect(call.stderr.contains("skipped device watch"))
-            try await waitUntil(tries: 2000, every: .milliseconds(10)) { setup.gateway.sink.records.count >= 4 }
+            try await waitUntil(tries: 12_000, every: .milliseconds(10)) { setup.gateway.sink.records.count >= 4 }
 
             let records = setup.gateway.sink.records
             #expect(records.count == 4)
