@@ -118,6 +118,7 @@ struct RelaySendCLITests {
                 args + [
                     "--identity", self.folder.file("alice.identity"), "--pins", self.folder.file("pins.json"),
                     "--contacts", self.folder.file("contacts"), "--relay", self.url, "--relay-ca", self.relay.caPath,
+                    "--relay-timeout", "120",
                 ],
                 stdin: stdin
             )
@@ -303,7 +304,9 @@ struct RelayDeviceCLITests {
             try bob.save(path: folder.file("bob.identity"))
             let list = try DeviceList.create(for: bob, push: nil, nowMs: now)
             try Data(list.jsonData()).write(to: URL(fileURLWithPath: folder.file("bob.card.json")))
-            let flags = ["--relay", "https://127.0.0.1:\(relay.port)", "--relay-ca", relay.caPath]
+            let flags = [
+                "--relay", "https://127.0.0.1:\(relay.port)", "--relay-ca", relay.caPath, "--relay-timeout", "120",
+            ]
 
             let published = try await runSend(["relay", "publish", "--card", folder.file("bob.card.json")] + flags)
             #expect(published.status == 0, "\(published.stderr)")
