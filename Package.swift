@@ -4,6 +4,7 @@
 //
 // Layers (see README.md "Layout"):
 //   CSodium            system library: libsodium through pkg-config (the only C dependency of E2EECore)
+//   Locking            a pthread-mutex lock that ThreadSanitizer models (used instead of Synchronization.Mutex)
 //   E2EECore           HPKE (RFC 9180) + Ed25519 on libsodium, wire format, padding, keys
 //   Sender             building uniform APNs requests, the APNs HTTP/2 provider, token auth
 //   APNsGateway        a local APNs-compatible HTTP/2 + TLS server (tests, demo)
@@ -70,6 +71,10 @@ let package = Package(
 
         // MARK: Libraries
         .target(
+            name: "Locking",
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "E2EECore",
             dependencies: ["CSodium"],
             exclude: ["Sodium/README.md"],
@@ -99,6 +104,7 @@ let package = Package(
         .target(
             name: "APNsGateway",
             dependencies: [
+                "Locking",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -114,6 +120,7 @@ let package = Package(
         .target(
             name: "NotificationFilter",
             dependencies: [
+                "Locking",
                 "E2EECore",
                 "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
@@ -136,6 +143,7 @@ let package = Package(
         .target(
             name: "Relay",
             dependencies: [
+                "Locking",
                 "E2EECore",
                 "RelayClient",
                 "Sender",
@@ -230,6 +238,7 @@ let package = Package(
         .testTarget(
             name: "APNsGatewayTests",
             dependencies: [
+                "Locking",
                 "TestSupport",
                 "APNsGateway",
                 .product(name: "Logging", package: "swift-log"),
@@ -246,6 +255,7 @@ let package = Package(
         .testTarget(
             name: "SenderTests",
             dependencies: [
+                "Locking",
                 "TestSupport",
                 "Sender",
                 "E2EECore",
@@ -265,6 +275,7 @@ let package = Package(
             name: "RelayTests",
             dependencies: [
                 "TestSupport",
+                "Locking",
                 "Relay",
                 "RelayClient",
                 "Sender",
@@ -285,6 +296,7 @@ let package = Package(
         .testTarget(
             name: "NotificationFilterTests",
             dependencies: [
+                "Locking",
                 "TestSupport",
                 "NotificationFilter",
                 "E2EECore",

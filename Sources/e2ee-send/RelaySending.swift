@@ -19,12 +19,25 @@ struct RelayOptions: ParsableArguments {
     @Option(name: .long, help: "A PEM CA file to trust for --relay (e.g. a loopback relay's tls/ca.pem).")
     var relayCA: String?
 
-    /// Connects to `--relay`. A request may take 30 s (a submit includes the relay's durable commit; slow links and
-    /// loaded servers are normal for a phone's app): longer than RelayClient's 10 s default.
+    @Option(name: .long, help: "With --relay: the most one request to the relay may take, in seconds (1-3600).")
+    var relayTimeout: Int = 30
+
+    func validate() throws {
+        guard (1...3600).contains(self.relayTimeout) else {
+            throw ValidationError("--relay-timeout must be 1-3600 seconds, got \(self.relayTimeout)")
+        }
+    }
+
+    /// Connects to `--relay`. A request may take 30 s by default (a submit includes the relay's durable commit; slow
+    /// links and loaded servers are normal for a phone's app): longer than RelayClient's 10 s default.
     func makeClient() throws(SenderError) -> RelayClient? {
         guard let url = self.relay else { return nil }
         do {
-            return try RelayClient(baseURL: url, trustedCAPEMPath: self.relayCA, timeout: .seconds(30))
+            return try RelayClient(
+                baseURL: url,
+                trustedCAPEMPath: self.relayCA,
+                timeout: .seconds(self.relayTimeout)
+            )
         } catch {
             throw SenderError(.usage, "--relay/--relay-ca: \(error.message)")
         }

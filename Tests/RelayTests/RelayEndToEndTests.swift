@@ -4,7 +4,6 @@ import Foundation
 import Logging
 import Sender
 import ServiceLifecycle
-import Synchronization
 import Testing
 
 @testable import Relay
@@ -116,15 +115,17 @@ struct RelayEndToEndTests {
                                 )
                                 #expect(response.pushes.count == 2)
                             }
-                            // Wait for the workers (bounded; the assertion is on the bytes, not the time).
-                            try await waitUntil(tries: 500, every: .milliseconds(10)) {
+                            // Wait for the workers (bounded; the assertion is on the bytes, not the time). Up to
+                            // 120 s, like the test clients' answer timeout: under ThreadSanitizer with the whole
+                            // suite running on 2 cores, the 10 pushes once took longer than the 5 s this waited.
+                            try await waitUntil(tries: 12_000, every: .milliseconds(10)) {
                                 gateway.sink.records.count >= 10
                             }
                             let delivered = Set(gateway.sink.records.map(\.bodyBytes))
                             #expect(gateway.sink.records.count == 10)
                             let same = delivered == Set(sealed.values.map(\.body))
                             #expect(same)
-                            try await waitUntil(tries: 500, every: .milliseconds(10)) {
+                            try await waitUntil(tries: 12_000, every: .milliseconds(10)) {
                                 try await fixture.store.counts() == [.delivered: 10]
                             }
                             #expect(try await fixture.store.counts() == [.delivered: 10])

@@ -120,6 +120,7 @@ struct RelaySendCLITests {
                 args + [
                     "--identity", self.folder.file("alice.identity"), "--pins", self.folder.file("pins.json"),
                     "--contacts", self.folder.file("contacts"), "--relay", self.url, "--relay-ca", self.relay.caPath,
+                    "--relay-timeout", "120",
                 ],
                 stdin: .bytes(Array(stdin.utf8))
             )
@@ -162,7 +163,7 @@ struct RelaySendCLITests {
             #expect(textLines.map { $0["device"] as? String } == ["phone", "tablet", "watch"])
             #expect(textLines.allSatisfy { $0["ok"] as? Bool == true && $0["relay_status"] as? Int == 202 })
             #expect(textLines.allSatisfy { ($0["relay_push_id"] as? String) == ($0["apns_id"] as? String) })
-            try await waitUntil(tries: 2000, every: .milliseconds(10)) {
+            try await waitUntil(tries: 12_000, every: .milliseconds(10)) {
                 try await setup.fixture.store.counts() == [.delivered: 2, .unregistered: 1]
             }
             #expect(try await setup.fixture.store.counts() == [.delivered: 2, .unregistered: 1])
@@ -176,7 +177,7 @@ struct RelaySendCLITests {
             #expect(callLines[2]["ok"] as? Bool == false && callLines[2]["skipped"] as? String == "unregistered")
             #expect(callLines[2]["relay_push_id"] == nil)
             #expect(call.stderr.contains("skipped device watch"))
-            try await waitUntil(tries: 2000, every: .milliseconds(10)) { setup.gateway.sink.records.count >= 4 }
+            try await waitUntil(tries: 12_000, every: .milliseconds(10)) { setup.gateway.sink.records.count >= 4 }
 
             let records = setup.gateway.sink.records
             #expect(records.count == 4)
@@ -334,7 +335,9 @@ struct RelayDeviceCLITests {
             try bob.save(path: folder.file("bob.identity"))
             let list = try DeviceList.create(for: bob, push: nil, nowMs: now)
             try Data(list.jsonData()).write(to: URL(fileURLWithPath: folder.file("bob.card.json")))
-            let flags = ["--relay", "https://127.0.0.1:\(relay.port)", "--relay-ca", relay.caPath]
+            let flags = [
+                "--relay", "https://127.0.0.1:\(relay.port)", "--relay-ca", relay.caPath, "--relay-timeout", "120",
+            ]
 
             let published = try await ChildProcess.run(
                 "e2ee-send",

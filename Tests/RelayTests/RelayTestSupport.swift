@@ -1,7 +1,7 @@
 import E2EECore
 import Foundation
+import Locking
 import Logging
-import Synchronization
 import Testing
 
 @testable import Relay
@@ -23,8 +23,8 @@ struct TemporaryFolder: Sendable {
 
 /// A settable clock in milliseconds.
 final class TestClock: Sendable {
-    private let value: Mutex<Int64>
-    init(_ start: Int64 = 1_800_000_000_000) { self.value = Mutex(start) }
+    private let value: PThreadMutex<Int64>
+    init(_ start: Int64 = 1_800_000_000_000) { self.value = PThreadMutex(start) }
     var ms: Int64 { self.value.withLock { $0 } }
     func advance(ms: Int64) { self.value.withLock { $0 += ms } }
     var closure: @Sendable () -> Int64 { { self.ms } }

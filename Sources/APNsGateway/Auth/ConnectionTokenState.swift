@@ -1,8 +1,8 @@
-import Synchronization
+import Locking
 
 /// The provider-token state of one HTTP/2 connection: its team, its current token and when that was accepted.
 ///
-/// Shared by the connection's concurrent streams, so it lives in a `Mutex`.
+/// Shared by the connection's concurrent streams, so it lives in a `PThreadMutex`.
 final class ConnectionTokenState: Sendable {
     private struct State {
         var teamID: String?
@@ -11,7 +11,7 @@ final class ConnectionTokenState: Sendable {
         var acceptedAt: Double = 0
     }
 
-    private let state = Mutex(State())
+    private let state = PThreadMutex(State())
 
     init() {}
 

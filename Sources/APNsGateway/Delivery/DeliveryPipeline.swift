@@ -1,5 +1,5 @@
+import Locking
 import NIOCore
-import Synchronization
 
 /// Numbers accepted pushes and hands them to the sink one at a time, in `seq` order.
 ///
@@ -17,11 +17,11 @@ final class DeliveryPipeline: Sendable {
     }
 
     let sink: any DeliverySink
-    private let state: Mutex<State>
+    private let state: PThreadMutex<State>
 
     init(sink: any DeliverySink, lastSeq: Int) {
         self.sink = sink
-        self.state = Mutex(State(lastSeq: lastSeq))
+        self.state = PThreadMutex(State(lastSeq: lastSeq))
     }
 
     /// Queues the record `make` builds from the next `seq` after every earlier record; `promise` gets the record

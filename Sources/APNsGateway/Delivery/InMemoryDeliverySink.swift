@@ -1,8 +1,8 @@
-import Synchronization
+import Locking
 
 /// A sink that keeps records in memory, for tests.
 public final class InMemoryDeliverySink: DeliverySink {
-    private let storage = Mutex<[DeliveryRecord]>([])
+    private let storage = PThreadMutex<[DeliveryRecord]>([])
 
     /// Creates an empty sink.
     public init() {}

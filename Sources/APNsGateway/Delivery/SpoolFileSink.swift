@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import Locking
 
 #if canImport(Glibc)
 import Glibc
@@ -22,7 +22,7 @@ public final class SpoolFileSink: DeliverySink {
 
     /// The spool file's path.
     public let path: String
-    private let state: Mutex<State>
+    private let state: PThreadMutex<State>
     private let queue = DispatchQueue(label: "APNsGateway.SpoolFileSink")
 
     /// Opens (or creates) a spool file for appending.
@@ -47,7 +47,7 @@ public final class SpoolFileSink: DeliverySink {
             throw error
         }
         if !existed { Self.syncDirectory(of: path) }
-        self.state = Mutex(State(fd: fd, lastSeq: lastSeq))
+        self.state = PThreadMutex(State(fd: fd, lastSeq: lastSeq))
     }
 
     deinit {

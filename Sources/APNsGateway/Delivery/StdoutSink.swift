@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 #if canImport(Glibc)
 import Glibc
@@ -8,7 +8,7 @@ import Darwin
 
 /// A sink that prints each record as one JSON line on standard output (and flushes it before the 200).
 public final class StdoutSink: DeliverySink {
-    private let lock = Mutex(())
+    private let lock = PThreadMutex(())
 
     /// Creates the sink.
     public init() {}

@@ -1,9 +1,9 @@
+import Locking
 public import Logging
 import NIOCore
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
-import Synchronization
 
 /// A local stand-in for Apple's APNs HTTP/2 endpoint: TLS 1.2+ with ALPN `h2` on loopback, validating every
 /// request as APNs does and handing accepted pushes to a ``DeliverySink``.
@@ -27,8 +27,8 @@ public final class APNsGatewayServer: Sendable {
     public let configuration: GatewayConfiguration
     private let sink: any DeliverySink
     private let logger: Logger
-    private let state = Mutex(State())
-    private let devices: Mutex<DeviceRegistry>
+    private let state = PThreadMutex(State())
+    private let devices: PThreadMutex<DeviceRegistry>
     private let group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
 
     /// Creates a server; nothing is bound or written until ``start()``.
@@ -41,7 +41,7 @@ public final class APNsGatewayServer: Sendable {
         self.configuration = configuration
         self.sink = sink
         self.logger = logger
-        self.devices = Mutex(configuration.devices)
+        self.devices = PThreadMutex(configuration.devices)
     }
 
     /// The CA certificate (PEM) a client must trust: `<tlsDirectory>/ca.pem`, written by ``start()``.

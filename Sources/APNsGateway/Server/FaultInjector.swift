@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Draws the fault for each otherwise-acceptable request from a generator seeded by the configuration.
 final class FaultInjector: Sendable {
@@ -9,11 +9,11 @@ final class FaultInjector: Sendable {
     }
 
     let faults: FaultInjection
-    private let generator: Mutex<SplitMix64>
+    private let generator: PThreadMutex<SplitMix64>
 
     init(_ faults: FaultInjection) {
         self.faults = faults
-        self.generator = Mutex(SplitMix64(seed: faults.seed))
+        self.generator = PThreadMutex(SplitMix64(seed: faults.seed))
     }
 
     /// Whether any probabilistic fault is configured (when not, no number is drawn).

@@ -1,13 +1,13 @@
 import Foundation
+import Locking
 import NIOCore
 import NIOHTTP2
-import Synchronization
 
 /// The gateway's view of one HTTP/2 connection: its provider token, its stream count, and the connection-level
 /// frames it sends (SETTINGS to raise or lower the stream limit, GOAWAY).
 ///
 /// Streams of one connection finish concurrently (their processing runs in tasks), so the counters live in a
-/// `Mutex`; frames are written to the connection channel, which is thread-safe.
+/// `PThreadMutex`; frames are written to the connection channel, which is thread-safe.
 final class GatewayConnection: Sendable {
     enum Admission: Equatable {
         case admit
@@ -30,7 +30,7 @@ final class GatewayConnection: Sendable {
     let tokens = ConnectionTokenState()
     private let maxConcurrentStreams: Int
     private let faults: FaultInjection
-    private let state = Mutex(State())
+    private let state = PThreadMutex(State())
 
     init(channel: any Channel, maxConcurrentStreams: Int, faults: FaultInjection) {
         self.channel = channel

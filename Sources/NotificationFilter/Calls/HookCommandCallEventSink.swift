@@ -1,5 +1,5 @@
+import Locking
 public import Logging
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -21,7 +21,7 @@ import Darwin
 public final class HookCommandCallEventSink: CallEventSink {
     private let arguments: [String]
     private let logger: Logger
-    private let running = Mutex(0)
+    private let running = PThreadMutex(0)
     /// How long one hook may run before it is killed.
     public let timeout: Duration
     /// How many hooks may run at once.

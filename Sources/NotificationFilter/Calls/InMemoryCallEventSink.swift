@@ -1,8 +1,8 @@
-import Synchronization
+import Locking
 
 /// A sink that keeps events in memory, for tests and for callers that poll.
 public final class InMemoryCallEventSink: CallEventSink {
-    private let storage = Mutex<[CallEvent]>([])
+    private let storage = PThreadMutex<[CallEvent]>([])
 
     /// Creates an empty sink.
     public init() {}

@@ -1,5 +1,5 @@
+import Locking
 public import Logging
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -24,7 +24,7 @@ public final class JSONLinesCallEventSink: CallEventSink {
     private let fd: Int32
     private let ownsDescriptor: Bool
     private let logger: Logger
-    private let state = Mutex(State())
+    private let state = PThreadMutex(State())
 
     /// Writes to an open descriptor, which the caller keeps open and closes after the sink is gone.
     ///

@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import Locking
 
 #if canImport(Glibc)
 import Glibc
@@ -24,7 +24,7 @@ final class LineSource: Sendable {
     private let fd: Int32
     private let follow: Bool
     private let queue = DispatchQueue(label: "e2ee-filter.read")
-    private let state: Mutex<State>
+    private let state: PThreadMutex<State>
     let maximumLineLength: Int
 
     private struct State: ~Copyable {
@@ -41,7 +41,7 @@ final class LineSource: Sendable {
         self.fd = fd
         self.follow = follow
         self.maximumLineLength = maximumLineLength
-        self.state = Mutex(State(bufferStartOffset: startOffset))
+        self.state = PThreadMutex(State(bufferStartOffset: startOffset))
     }
 
     /// Up to `limit` complete lines that are available now, waiting for at least one; nil at the end of input.

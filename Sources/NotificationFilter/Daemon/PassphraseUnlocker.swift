@@ -1,6 +1,6 @@
 public import E2EECore
+import Locking
 public import Logging
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -49,7 +49,7 @@ public final class PassphraseUnlocker: Sendable {
     private let accounts: [String: Account]
     private let logger: Logger
     private let load: @Sendable (_ identity: String, _ passphraseFile: String) throws(E2EEError) -> Identity
-    private let state = Mutex(State())
+    private let state = PThreadMutex(State())
 
     /// - Parameters:
     ///   - accounts: the accounts by name.

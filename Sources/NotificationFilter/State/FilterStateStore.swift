@@ -1,6 +1,6 @@
 import E2EECore
+import Locking
 public import Logging
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -15,11 +15,11 @@ import Darwin
 /// committed transaction: nothing depends on a clean shutdown. Everything the engine changes for
 /// one payload goes into one ``transaction(_:)``.
 ///
-/// The store is `Sendable`: one connection guarded by a `Mutex`. Calls block the calling thread for
+/// The store is `Sendable`: one connection guarded by a `PThreadMutex`. Calls block the calling thread for
 /// the duration of the transaction (a few SQLite statements and one fsync), which keeps the engine's
 /// per-payload work atomic without actor reentrancy.
 public final class FilterStateStore: Sendable {
-    private let database: Mutex<SQLiteDatabase>
+    private let database: PThreadMutex<SQLiteDatabase>
     private let logger: Logger
     /// The path of the state file.
     public let path: String
@@ -56,7 +56,7 @@ public final class FilterStateStore: Sendable {
         try Self.requirePrivate(path: path + "-wal", create: false)
         try Self.requirePrivate(path: path + "-shm", create: false)
         try FilterStateSchema.prepare(database, path: path)
-        self.database = Mutex(database)
+        self.database = PThreadMutex(database)
         self.logger = logger
         self.path = path
         logger.debug("filter state opened", metadata: ["schema": "\(FilterStateSchema.currentVersion)"])

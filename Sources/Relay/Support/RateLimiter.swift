@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Token buckets per key, in memory: `ratePerMinute` tokens a minute, at most `burst` stored.
 ///
@@ -15,7 +15,7 @@ final class RateLimiter: Sendable {
     }
 
     let limit: Limit
-    private let buckets = Mutex<[String: Bucket]>([:])
+    private let buckets = PThreadMutex<[String: Bucket]>([:])
 
     init(limit: Limit) {
         self.limit = limit

@@ -1,14 +1,14 @@
 import APNsGateway
 import Crypto
 import Foundation
+import Locking
 import Logging
-import Synchronization
 
 /// A settable clock for token-expiry and 20-minute-rule tests.
 final class TestClock: Sendable {
-    private let value: Mutex<Date>
+    private let value: PThreadMutex<Date>
 
-    init(_ start: Date = Date(timeIntervalSince1970: 1_767_225_600)) { self.value = Mutex(start) }
+    init(_ start: Date = Date(timeIntervalSince1970: 1_767_225_600)) { self.value = PThreadMutex(start) }
 
     var now: Date { self.value.withLock { $0 } }
 

@@ -1,9 +1,9 @@
 import Foundation
+import Locking
 import NIOCore
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
-import Synchronization
 
 /// A raw HTTP/2-over-TLS client for the gateway tests: it trusts only the gateway's `ca.pem`, verifies the
 /// hostname `localhost`, sends any header list (duplicates included) and records the connection-level frames it
@@ -125,7 +125,7 @@ final class RootFrameRecorder: Sendable {
         var goAwayLastStreamIDs: [Int] = []
     }
 
-    private let state = Mutex(Snapshot())
+    private let state = PThreadMutex(Snapshot())
 
     var snapshot: Snapshot { self.state.withLock { $0 } }
 

@@ -1,6 +1,6 @@
+import Locking
 import Logging
 import NotificationFilter
-import Synchronization
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -10,8 +10,8 @@ import Foundation
 
 /// A settable clock for ring timeouts.
 final class CallTestClock: Sendable {
-    private let current: Mutex<Date>
-    init(_ start: Date = Date(timeIntervalSince1970: 1_700_000_000)) { current = Mutex(start) }
+    private let current: PThreadMutex<Date>
+    init(_ start: Date = Date(timeIntervalSince1970: 1_700_000_000)) { current = PThreadMutex(start) }
     var now: Date { current.withLock { $0 } }
     func advance(seconds: Double) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
     var nowMs: Int64 { Int64(now.timeIntervalSince1970 * 1000) }

@@ -1,14 +1,14 @@
 @_spi(Vectors) import E2EECore
 import Foundation
+import Locking
 import Logging
-import Synchronization
 
 @testable import NotificationFilter
 
 /// A controllable clock in milliseconds.
 final class EngineClock: Sendable {
-    private let value: Mutex<Int64>
-    init(_ start: Int64) { self.value = Mutex(start) }
+    private let value: PThreadMutex<Int64>
+    init(_ start: Int64) { self.value = PThreadMutex(start) }
     var nowMs: Int64 { self.value.withLock { $0 } }
     func advance(ms: Int64) { self.value.withLock { $0 += ms } }
     var closure: @Sendable () -> Int64 { { self.nowMs } }
@@ -105,7 +105,7 @@ struct EngineHarness {
         )
     }
 
-    private static let counter = Mutex<Int64>(1_000_000)  // above any seq a test passes by hand
+    private static let counter = PThreadMutex<Int64>(1_000_000)  // above any seq a test passes by hand
 
     /// Decides one body and returns its decision.
     func decide(_ body: [UInt8]) async throws -> FilterDecision {

@@ -1,7 +1,7 @@
 import E2EECore
 import Foundation
+import Locking
 import Logging
-import Synchronization
 import TestSupport
 import Testing
 
@@ -154,7 +154,7 @@ struct LockedAccountTests {
 }
 
 private final class EmittedLines: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = PThreadMutex<[String]>([])
     func append(_ more: [String]) { self.lines.withLock { $0 += more } }
     var count: Int { self.lines.withLock { $0.count } }
 }

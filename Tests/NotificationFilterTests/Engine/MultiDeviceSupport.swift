@@ -1,7 +1,7 @@
 import E2EECore
 import Foundation
+import Locking
 import Logging
-import Synchronization
 
 @testable import NotificationFilter
 
@@ -142,7 +142,7 @@ struct DeviceFilter {
         return directory + "/state.sqlite"
     }
 
-    private static let counter = Mutex<Int64>(0)
+    private static let counter = PThreadMutex<Int64>(0)
 
     func decide(_ body: [UInt8]) async throws -> FilterDecision {
         let seq = Self.counter.withLock {

@@ -1,7 +1,7 @@
 import E2EECore
 import Foundation
+import Locking
 import Logging
-import Synchronization
 import TestSupport
 import Testing
 
@@ -17,8 +17,8 @@ import Testing
 struct NoSecretsInLogsTests {
     /// A controllable clock in milliseconds.
     final class ManualClock: Sendable {
-        private let value: Mutex<Int64>
-        init(_ start: Int64) { self.value = Mutex(start) }
+        private let value: PThreadMutex<Int64>
+        init(_ start: Int64) { self.value = PThreadMutex(start) }
         func advance(ms: Int64) { self.value.withLock { $0 += ms } }
         var closure: @Sendable () -> Int64 { { self.value.withLock { $0 } } }
     }

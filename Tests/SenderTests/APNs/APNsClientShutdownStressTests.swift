@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
+import Locking
 import Logging
-import Synchronization
 import Testing
 
 @testable import Sender
@@ -132,14 +132,14 @@ struct APNsClientShutdownStressTests {
     }
 
     final class Flag: Sendable {
-        private let value = Mutex(false)
+        private let value = PThreadMutex(false)
         var isSet: Bool { self.value.withLock { $0 } }
         func set() { self.value.withLock { $0 = true } }
     }
 
     /// A continuation resumed by whichever answer comes first.
     final class FirstAnswer<T: Sendable>: Sendable {
-        private let continuation = Mutex<CheckedContinuation<T, Never>?>(nil)
+        private let continuation = PThreadMutex<CheckedContinuation<T, Never>?>(nil)
 
         func set(_ continuation: CheckedContinuation<T, Never>) {
             self.continuation.withLock { $0 = continuation }
@@ -168,7 +168,7 @@ struct APNsClientShutdownStressTests {
 /// large), and nothing ever answers the TLS ClientHello.
 final class SilentListener: Sendable {
     let port: Int
-    private let descriptor: Mutex<Int32>
+    private let descriptor: PThreadMutex<Int32>
 
     init() throws {
         #if canImport(Glibc)
@@ -195,7 +195,7 @@ final class SilentListener: Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
         self.port = Int(UInt16(bigEndian: address.sin_port))
-        self.descriptor = Mutex(fd)
+        self.descriptor = PThreadMutex(fd)
     }
 
     func close() {

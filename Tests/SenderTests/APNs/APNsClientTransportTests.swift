@@ -12,13 +12,15 @@ import Testing
 struct APNsClientTransportTests {
     @Test(
         "connection lost mid-stream: pushes in flight end as connection errors and are not retried",
-        .timeLimit(.minutes(2))
+        .timeLimit(.minutes(3))
     )
     func connectionLostMidStream() async throws {
-        // Every answer is held 5 s after the gateway stored the push. The test shuts the gateway down as soon as it
-        // has stored the five, so their answers are certainly lost, however slow the machine (before, it slept a
-        // fixed 200 ms against an 800 ms delay, and a loaded CI run got all five answered first).
-        try await GatewayHarness.with(faults: FaultInjection(responseDelay: .seconds(5))) { gateway in
+        // Every answer is held 30 s after the gateway stored the push. The test shuts the gateway down as soon as it
+        // has stored the five, so their answers are lost however slow the machine. (Before, it slept a fixed 200 ms
+        // against an 800 ms delay, and a loaded CI run got all five answered first; then a 5 s delay, and under
+        // ThreadSanitizer beside another build the test's 10 ms polling task was starved past it, and all five
+        // were answered before the shutdown.)
+        try await GatewayHarness.with(faults: FaultInjection(responseDelay: .seconds(30))) { gateway in
             // A policy that would retry 5xx: a push that may have reached APNs must still not be sent twice.
             let policy = try RetryPolicy(maxAttempts: 3, initialDelay: .milliseconds(1))
             let client = try gateway.makeClient(window: 10, retryPolicy: policy)

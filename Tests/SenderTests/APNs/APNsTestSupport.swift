@@ -1,16 +1,16 @@
 import Crypto
 import Foundation
+import Locking
 import Logging
-import Synchronization
 
 @testable import Sender
 
 /// A wall clock the test moves by hand.
 final class ManualClock: Sendable {
-    private let current: Mutex<Date>
+    private let current: PThreadMutex<Date>
 
     init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
-        self.current = Mutex(start)
+        self.current = PThreadMutex(start)
     }
 
     var now: Date { self.current.withLock { $0 } }
@@ -29,7 +29,7 @@ final class ManualClock: Sendable {
 
 /// Records every delay it is asked to sleep, and returns at once.
 final class RecordingSleeper: Sendable {
-    private let delays = Mutex<[Duration]>([])
+    private let delays = PThreadMutex<[Duration]>([])
 
     var recorded: [Duration] { self.delays.withLock { $0 } }
 

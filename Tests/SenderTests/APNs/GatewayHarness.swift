@@ -1,8 +1,8 @@
 import APNsGateway
 import Crypto
 import Foundation
+import Locking
 import Logging
-import Synchronization
 
 @testable import Sender
 
@@ -26,7 +26,7 @@ final class GatewayHarness: Sendable {
     let port: Int
     let signingKey: APNsSigningKey
     let gatewayClock: ManualClock
-    private let clients = Mutex<[APNsClient]>([])
+    private let clients = PThreadMutex<[APNsClient]>([])
 
     private init(
         server: APNsGatewayServer,

@@ -188,6 +188,25 @@ struct SendCLIDefectTests {
         #expect(flag.stderr.contains("--call-id"))
     }
 
+    @Test("--relay-timeout outside 1-3600 s is a usage error (exit 64) before anything is read or sent")
+    func relayTimeoutRange() throws {
+        for value in ["0", "3601", "-5"] {
+            let r = try CLI.run([
+                "relay", "publish", "--card", "/nonexistent/card.json", "--relay", "https://127.0.0.1:9",
+                "--relay-timeout=\(value)",
+            ])
+            #expect(r.status == 64, "\(value): \(r.stderr)")
+            #expect(r.stderr.contains("--relay-timeout must be 1-3600 seconds, got \(value)"), "\(r.stderr)")
+        }
+        // In range: parsing passes and the command goes on to the card, which is missing here.
+        let ok = try CLI.run([
+            "relay", "publish", "--card", "/nonexistent/card.json", "--relay", "https://127.0.0.1:9",
+            "--relay-timeout", "3600",
+        ])
+        #expect(ok.status == 65, "\(ok.stderr)")
+        #expect(ok.stderr.contains("cannot publish /nonexistent/card.json"), "\(ok.stderr)")
+    }
+
     @Test("--deliver: the client's log lines go to stderr; stdout holds only the result line")
     func logsNeverOnStdout() throws {
         let dir = try Self.keys()

@@ -1,7 +1,6 @@
 import APNsGateway
 import E2EECore
 import Foundation
-import Synchronization
 import Testing
 
 @testable import Sender

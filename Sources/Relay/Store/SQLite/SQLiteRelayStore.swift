@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 public import RelayClient
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -13,7 +13,7 @@ import Darwin
 /// A commit is on disk before any method returns, so the API's 202 follows a durable commit. Every method runs
 /// its statements under one lock, in one transaction when it writes.
 public final class SQLiteRelayStore: RelayStore {
-    private let connection: Mutex<SQLiteConnection?>
+    private let connection: PThreadMutex<SQLiteConnection?>
     /// The database file.
     public let path: String
 
@@ -35,7 +35,7 @@ public final class SQLiteRelayStore: RelayStore {
             throw Self.openError(path, error)
         }
         self.path = path
-        self.connection = Mutex(connection)
+        self.connection = PThreadMutex(connection)
     }
 
     /// An open failure with the database named and, when the folder is the cause, what to do about it.
