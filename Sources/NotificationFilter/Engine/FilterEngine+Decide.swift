@@ -193,13 +193,7 @@ extension FilterEngine {
         admission: inout CallAdmission,
         actions: inout [PostCommit]
     ) throws -> FilterDecision {
-        let account = basis.account
-        let message = basis.message
-        let opened = basis.opened
-        let nowMs = basis.nowMs
-        func finish(_ action: FilterDecision.Action, _ reason: String) -> FilterDecision {
-            basis.finish(action, reason)
-        }
+        let (account, message, opened, nowMs) = (basis.account, basis.message, basis.opened, basis.nowMs)
         let sentAt = basis.sentAt
         let missedAlert = FilterDecision.Alert(
             title: "Missed call",
@@ -229,13 +223,13 @@ extension FilterEngine {
                     reason: reason
                 )
             )
-            var d = finish(.missedCall, reason)
+            var d = basis.finish(.missedCall, reason)
             d.alert = missedAlert
             return d
         }
         if try tx.callState(account: account, callID: invite.callID) != nil {
             // Already ringing, active, ended or missed: never a second ring (docs/FAILURE-MODES.md item 7).
-            return finish(.silence, FilterReason.duplicateCall)
+            return basis.finish(.silence, FilterReason.duplicateCall)
         }
         // Only a cancel from the inviter cancels the invite; an answer or decline on another device of the
         // account's own user that came first keeps it from ringing without a missed call (§15.1). Cancels
@@ -257,7 +251,7 @@ extension FilterEngine {
                     callerUserID: message.senderUserID
                 )
             )
-            return finish(.silence, reason)
+            return basis.finish(.silence, reason)
         }
         let deadline = sentAt + Int64(invite.ringTimeoutSeconds) * 1000 + self.policy.clockSkewMs
         if nowMs >= deadline {
@@ -276,7 +270,7 @@ extension FilterEngine {
         // as its reason and a `missed` event), and its state is final: a later cancel or retry finds it ended.
         if let refusal = admission.admit(handoff) {
             guard let reason = FilterReason.callRefused(refusal) else {
-                return finish(.silence, FilterReason.duplicateCall)  // the provider knows this call id already
+                return basis.finish(.silence, FilterReason.duplicateCall)  // the provider knows this call id already
             }
             actions.append(.refused(handoff, refusal, atMs: nowMs))
             return try missed(reason)
@@ -301,7 +295,7 @@ extension FilterEngine {
             )
         )
         actions.append(.handOff(handoff))
-        var d = finish(.ring, FilterReason.freshInvite)
+        var d = basis.finish(.ring, FilterReason.freshInvite)
         d.handoff = handoff
         return d
     }
@@ -315,13 +309,7 @@ extension FilterEngine {
         admission: inout CallAdmission,
         actions: inout [PostCommit]
     ) throws -> FilterDecision {
-        let account = basis.account
-        let message = basis.message
-        let opened = basis.opened
-        let nowMs = basis.nowMs
-        func finish(_ action: FilterDecision.Action, _ reason: String) -> FilterDecision {
-            basis.finish(action, reason)
-        }
+        let (account, message, opened, nowMs) = (basis.account, basis.message, basis.opened, basis.nowMs)
         // §15.1: another device of the account's own user answered or declined.
         let elsewhere =
             opened.fromOwnOtherDevice
@@ -329,7 +317,7 @@ extension FilterEngine {
         guard let state = try tx.callState(account: account, callID: cancel.callID) else {
             if message.senderUserID == opened.ownUserID && !opened.fromOwnOtherDevice {
                 // This device's own cancel coming back: it changes nothing.
-                return finish(.silence, FilterReason.cancelNotFromCaller)
+                return basis.finish(.silence, FilterReason.cancelNotFromCaller)
             }
             // Pushes are not ordered: remember it, so the late invite becomes a missed call (docs/FAILURE-MODES.md
             // item 5), or, answered or declined on another device of this user, never rings.
@@ -355,23 +343,23 @@ extension FilterEngine {
                 )
                 try tx.insertRemoteDecline(decline)
                 actions.append(.remoteDeclined(decline))
-                return finish(.silence, FilterReason.declinedByCallee)
+                return basis.finish(.silence, FilterReason.declinedByCallee)
             }
-            return finish(.silence, FilterReason.cancelForUnknownCall)
+            return basis.finish(.silence, FilterReason.cancelForUnknownCall)
         }
         // Only the user who invited can end the call, or (answered or declined) another device of the account's
         // own user; anyone else who knows the call id cannot (a call stored before the caller was recorded has
         // no caller and accepts any contact's cancel, as it did then).
         let fromCaller = state.callerUserID == nil || state.callerUserID == message.senderUserID
         guard fromCaller || elsewhere else {
-            return finish(.silence, FilterReason.cancelNotFromCaller)
+            return basis.finish(.silence, FilterReason.cancelNotFromCaller)
         }
         if elsewhere && !fromCaller && state.state == .active {
             // Answered here too: the call goes on on this device.
-            return finish(.silence, FilterReason.cancelForAnsweredCall)
+            return basis.finish(.silence, FilterReason.cancelForAnsweredCall)
         }
         guard state.state == .ringing || state.state == .active else {
-            return finish(.silence, FilterReason.cancelForEndedCall)
+            return basis.finish(.silence, FilterReason.cancelForEndedCall)
         }
         let wasRinging = state.state == .ringing
         let endedRing = try tx.deleteRing(account: account, callID: cancel.callID)
@@ -401,9 +389,9 @@ extension FilterEngine {
         }
         actions.append(.end(account: account, callID: cancel.callID, cause: .cancelled(cancel.reason), atMs: nowMs))
         if elsewhere && !fromCaller {
-            return finish(.silence, Self.elsewhereReason(cancel.reason.description) ?? FilterReason.callCancelled)
+            return basis.finish(.silence, Self.elsewhereReason(cancel.reason.description) ?? FilterReason.callCancelled)
         }
-        return finish(.silence, FilterReason.callCancelled)
+        return basis.finish(.silence, FilterReason.callCancelled)
     }
 
     /// What every per-kind rule starts from: the opened message and the decision filled in so far.
