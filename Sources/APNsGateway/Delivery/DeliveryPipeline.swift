@@ -24,12 +24,14 @@ final class DeliveryPipeline: Sendable {
         self.state = PThreadMutex(State(lastSeq: lastSeq))
     }
 
-    /// Queues the record `make` builds from the next `seq` after every earlier record; `promise` gets the record
+    /// Gives `record` the next `seq` and queues it after every earlier record; `promise` gets the numbered record
     /// once the sink has stored it, or the sink's error.
-    func deliver(_ make: (Int) -> DeliveryRecord, promise: EventLoopPromise<DeliveryRecord>) {
+    func deliver(_ record: DeliveryRecord, promise: EventLoopPromise<DeliveryRecord>) {
+        var record = record
         let startDrain = self.state.withLock { state in
             state.lastSeq += 1
-            state.queue.append((make(state.lastSeq), promise))
+            record.seq = state.lastSeq
+            state.queue.append((record, promise))
             guard !state.draining else { return false }
             state.draining = true
             return true

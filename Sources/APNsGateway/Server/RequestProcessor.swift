@@ -97,19 +97,16 @@ struct RequestProcessor: Sendable {
             apnsHeaders[header.name] = header.value
         }
         let delivered = eventLoop.makePromise(of: DeliveryRecord.self)
-        self.pipeline.deliver(
-            { seq in
-                DeliveryRecord(
-                    seq: seq,
-                    apnsID: apnsID,
-                    deviceToken: token,
-                    headers: apnsHeaders,
-                    bodyBytes: request.body,
-                    receivedAtMs: RequestValidator.milliseconds(nowSeconds)
-                )
-            },
-            promise: delivered
+        // The record is made here, outside the pipeline's lock; the pipeline only numbers it.
+        let record = DeliveryRecord(
+            seq: 0,
+            apnsID: apnsID,
+            deviceToken: token,
+            headers: apnsHeaders,
+            bodyBytes: request.body,
+            receivedAtMs: RequestValidator.milliseconds(nowSeconds)
         )
+        self.pipeline.deliver(record, promise: delivered)
         let logger = self.logger
         return delivered.futureResult.map { record in
             logger.debug(
