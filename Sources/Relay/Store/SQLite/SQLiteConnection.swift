@@ -124,6 +124,25 @@ final class SQLiteConnection {
         }
     }
 
+    /// Runs `body` inside a savepoint of the open transaction: its writes are released into the transaction, or
+    /// rolled back alone when it throws (if SQLite has not already ended the transaction).
+    func savepoint<T>(_ body: () throws(RelayError) -> T) throws(RelayError) -> T {
+        try execute("SAVEPOINT one_request")
+        do {
+            let value = try body()
+            try execute("RELEASE one_request")
+            return value
+        } catch {
+            if self.isInTransaction {
+                _ = sqlite3_exec(handle, "ROLLBACK TO one_request; RELEASE one_request", nil, nil, nil)
+            }
+            throw error
+        }
+    }
+
+    /// Whether a transaction is open (SQLite ends one by itself after some errors).
+    var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
     /// The number of rows changed by the last INSERT, UPDATE or DELETE.
     var changes: Int { Int(sqlite3_changes(handle)) }
 

@@ -11,9 +11,31 @@ import Darwin
 /// The embedded store: one SQLite file, WAL mode, `synchronous=FULL`, one connection per process.
 ///
 /// A commit is on disk before any method returns, so the API's 202 follows a durable commit. Every method runs
-/// its statements under one lock, in one transaction when it writes.
+/// its statements on one serial queue that owns the connection, in one transaction when it writes; callers wait
+/// without holding a thread of Swift's concurrency pool.
+///
+/// **Group commit.** Submits that arrive while the queue is busy (most of them under load: a commit waits for the
+/// disk) are enqueued together in one transaction, each inside its own savepoint, and answered after that one
+/// commit. A submit refused by the queue's rules (a reused idempotency key) rolls back to its savepoint alone; a
+/// storage failure (a full disk, an I/O error) rolls the whole transaction back and every submit of the group gets
+/// that error: nothing of any of them was stored.
 public final class SQLiteRelayStore: RelayStore {
-    private let connection: PThreadMutex<SQLiteConnection?>
+    /// The connection, touched only on ``queue``.
+    private final class Holder: @unchecked Sendable {
+        var connection: SQLiteConnection?
+        init(_ connection: SQLiteConnection) { self.connection = connection }
+    }
+
+    /// A submit waiting for the next group commit.
+    private struct PendingEnqueue: Sendable {
+        var submit: NewSubmit
+        var nowMs: Int64
+        var continuation: CheckedContinuation<Result<EnqueueOutcome, RelayError>, Never>
+    }
+
+    private let holder: Holder
+    private let queue = DispatchQueue(label: "e2ee-relay.sqlite")
+    private let pendingEnqueues = PThreadMutex<[PendingEnqueue]>([])
     /// The database file.
     public let path: String
 
@@ -35,7 +57,7 @@ public final class SQLiteRelayStore: RelayStore {
             throw Self.openError(path, error)
         }
         self.path = path
-        self.connection = PThreadMutex(connection)
+        self.holder = Holder(connection)
     }
 
     /// An open failure with the database named and, when the folder is the cause, what to do about it.
@@ -59,24 +81,32 @@ public final class SQLiteRelayStore: RelayStore {
         return RelayError(.storageUnavailable, "cannot open the SQLite database \(path): \(reason) (\(error.message))")
     }
 
+    /// Runs `body` on the store's queue with the connection, and waits for it without blocking the caller's thread.
     private func withConnection<T: Sendable>(
-        _ body: (SQLiteConnection) throws(RelayError) -> T
-    ) throws(RelayError) -> T {
-        let result: Result<T, RelayError> = self.connection.withLock { connection in
-            guard let connection else {
-                return .failure(RelayError(.storageUnavailable, "the store is closed"))
-            }
-            do throws(RelayError) {
-                return .success(try body(connection))
-            } catch {
-                return .failure(error)
+        _ body: @escaping @Sendable (SQLiteConnection) throws(RelayError) -> T
+    ) async throws(RelayError) -> T {
+        let result: Result<T, RelayError> = await withCheckedContinuation { continuation in
+            self.queue.async {
+                continuation.resume(returning: self.onQueue(body))
             }
         }
         return try result.get()
     }
 
+    /// Runs `body` with the connection; call on ``queue`` only.
+    private func onQueue<T>(_ body: (SQLiteConnection) throws(RelayError) -> T) -> Result<T, RelayError> {
+        guard let connection = self.holder.connection else {
+            return .failure(RelayError(.storageUnavailable, "the store is closed"))
+        }
+        do throws(RelayError) {
+            return .success(try body(connection))
+        } catch {
+            return .failure(error)
+        }
+    }
+
     public func migrate() async throws(RelayError) {
-        try self.withConnection { db throws(RelayError) in
+        try await self.withConnection { db throws(RelayError) in
             try db.transaction { () throws(RelayError) in
                 for statement in SQLiteSchema.statements { try db.execute(statement) }
             }
@@ -88,26 +118,46 @@ public final class SQLiteRelayStore: RelayStore {
     /// - Throws: `storage-full` (the last write's error) from a write that failed for lack of space until a write
     ///   succeeds again; `storage-unavailable` when the database does not answer.
     public func ping() async throws(RelayError) {
-        try self.withConnection { db throws(RelayError) in
+        try await self.withConnection { db throws(RelayError) in
             try db.withStatement("SELECT 1") { s throws(RelayError) in _ = try s.step() }
             if let noRoom = db.lastWriteNoRoom { throw noRoom }
         }
     }
 
     #if DEBUG
+    /// Group transactions of submits committed so far (tests).
+    private let groupCommits = PThreadMutex(0)
+    var enqueueGroupCommits: Int { self.groupCommits.withLock { $0 } }
+    /// Submits waiting for the next group commit (tests).
+    var waitingEnqueues: Int { self.pendingEnqueues.withLock { $0.count } }
+
+    /// Holds the store's queue until the returned function is called (tests that line submits up into one group).
+    func holdQueue() -> @Sendable () -> Void {
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        self.queue.async {
+            held.signal()
+            release.wait()
+        }
+        held.wait()
+        return { release.signal() }
+    }
+
     /// Caps the database at the pages it has now (SQLite's `max_page_count`, for this connection): a write that
     /// needs another page then fails with SQLITE_FULL, `storage-full`, as on a full disk. For tests that fill the
     /// disk of a relay running in their own process; debug builds only (tests), never in a release binary.
     func capAtCurrentSize() throws(RelayError) {
-        try self.withConnection { db throws(RelayError) in
-            // max_page_count is never set below the current size: 1 means "no page more".
-            try db.execute("PRAGMA max_page_count = 1")
-        }
+        try self.queue.sync {
+            self.onQueue { db throws(RelayError) in
+                // max_page_count is never set below the current size: 1 means "no page more".
+                try db.execute("PRAGMA max_page_count = 1")
+            }
+        }.get()
     }
     #endif
 
     public func list(userID: String) async throws(RelayError) -> StoredList? {
-        try self.withConnection { db throws(RelayError) in try Self.list(db, userID) }
+        try await self.withConnection { db throws(RelayError) in try Self.list(db, userID) }
     }
 
     private static func list(_ db: SQLiteConnection, _ userID: String) throws(RelayError) -> StoredList? {
@@ -127,7 +177,7 @@ public final class SQLiteRelayStore: RelayStore {
     }
 
     public func publish(_ list: NewList, nowMs: Int64) async throws(RelayError) -> Bool {
-        try self.withConnection { db throws(RelayError) in
+        try await self.withConnection { db throws(RelayError) in
             try db.transaction { () throws(RelayError) -> Bool in
                 if let stored = try Self.list(db, list.userID) {
                     guard try StorePolicy.admit(list, over: stored) else { return false }
@@ -206,7 +256,7 @@ public final class SQLiteRelayStore: RelayStore {
     }
 
     public func devices(userID: String) async throws(RelayError) -> [StoredDevice] {
-        try self.withConnection { db throws(RelayError) in try Self.devices(db, userID) }
+        try await self.withConnection { db throws(RelayError) in try Self.devices(db, userID) }
     }
 
     private static func devices(_ db: SQLiteConnection, _ userID: String) throws(RelayError) -> [StoredDevice] {
@@ -237,7 +287,7 @@ public final class SQLiteRelayStore: RelayStore {
     }
 
     public func consumeNonce(_ nonce: [UInt8], expiresAtMs: Int64, nowMs: Int64) async throws(RelayError) -> Bool {
-        try self.withConnection { db throws(RelayError) in
+        try await self.withConnection { db throws(RelayError) in
             try db.transaction { () throws(RelayError) -> Bool in
                 try db.withStatement("DELETE FROM auth_nonces WHERE expires_at_ms <= ?1") { s throws(RelayError) in
                     try s.bind(nowMs, at: 1)
@@ -263,7 +313,7 @@ public final class SQLiteRelayStore: RelayStore {
     )
         async throws(RelayError)
     {
-        try self.withConnection { db throws(RelayError) in
+        try await self.withConnection { db throws(RelayError) in
             try db.transaction { () throws(RelayError) in
                 try db.withStatement(
                     """
@@ -288,7 +338,7 @@ public final class SQLiteRelayStore: RelayStore {
     }
 
     public func replaceDeliveryTokens(userID: String, hashes: [[UInt8]], nowMs: Int64) async throws(RelayError) {
-        try self.withConnection { db throws(RelayError) in
+        try await self.withConnection { db throws(RelayError) in
             try db.transaction { () throws(RelayError) in
                 try db.withStatement("DELETE FROM delivery_tokens WHERE user_id = ?1") { s throws(RelayError) in
                     try s.bind(userID, at: 1)
@@ -312,7 +362,7 @@ public final class SQLiteRelayStore: RelayStore {
     }
 
     public func isDeliveryToken(_ hash: [UInt8], of userID: String) async throws(RelayError) -> Bool {
-        try self.withConnection { db throws(RelayError) in
+        try await self.withConnection { db throws(RelayError) in
             try db.withStatement(
                 "SELECT 1 FROM delivery_tokens WHERE token_sha256 = ?1 AND user_id = ?2"
             ) { s throws(RelayError) -> Bool in
@@ -324,52 +374,112 @@ public final class SQLiteRelayStore: RelayStore {
     }
 
     public func enqueue(_ submit: NewSubmit, nowMs: Int64) async throws(RelayError) -> EnqueueOutcome {
-        try self.withConnection { db throws(RelayError) in
-            try db.transaction { () throws(RelayError) -> EnqueueOutcome in
-                let earlier = try db.withStatement(
-                    "SELECT request_sha256, response FROM submissions WHERE user_id = ?1 AND idempotency_key = ?2"
-                ) { s throws(RelayError) -> (digest: [UInt8], response: String)? in
-                    try s.bind(submit.userID, at: 1)
-                    try s.bind(submit.idempotencyKey, at: 2)
-                    guard try s.step() else { return nil }
-                    return (s.blob(0), s.text(1))
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<EnqueueOutcome, RelayError>, Never>) in
+            self.pendingEnqueues.withLock {
+                $0.append(PendingEnqueue(submit: submit, nowMs: nowMs, continuation: continuation))
+            }
+            // One drain per submit: the first that runs takes every submit waiting by then; the rest find none.
+            self.queue.async { self.commitPendingEnqueues() }
+        }
+        return try result.get()
+    }
+
+    /// Enqueues every waiting submit in one transaction (one commit, one sync to disk) and answers each; on
+    /// ``queue`` only.
+    private func commitPendingEnqueues() {
+        let group = self.pendingEnqueues.withLock { pending in
+            defer { pending.removeAll(keepingCapacity: true) }
+            return pending
+        }
+        guard !group.isEmpty else { return }
+        let results: [Result<EnqueueOutcome, RelayError>]
+        switch self.onQueue({ db throws(RelayError) in try Self.enqueueGroup(db, group) }) {
+        case .success(let each):
+            results = each
+            #if DEBUG
+            self.groupCommits.withLock { $0 += 1 }
+            #endif
+        case .failure(let error): results = group.map { _ in .failure(error) }
+        }
+        for (pending, result) in zip(group, results) { pending.continuation.resume(returning: result) }
+    }
+
+    /// One transaction for the group, a savepoint per submit. Throws (rolling everything back) on a storage error.
+    private static func enqueueGroup(
+        _ db: SQLiteConnection,
+        _ group: [PendingEnqueue]
+    ) throws(RelayError) -> [Result<EnqueueOutcome, RelayError>] {
+        try db.transaction { () throws(RelayError) -> [Result<EnqueueOutcome, RelayError>] in
+            var results: [Result<EnqueueOutcome, RelayError>] = []
+            results.reserveCapacity(group.count)
+            for pending in group {
+                do throws(RelayError) {
+                    results.append(
+                        .success(
+                            try db.savepoint { () throws(RelayError) in
+                                try Self.enqueueOne(db, pending.submit, nowMs: pending.nowMs)
+                            }
+                        )
+                    )
+                } catch {
+                    // Only the queue's own rule refuses one submit alone; any other failure (the disk, SQLite, or
+                    // SQLite ending the transaction) fails the whole group.
+                    guard db.isInTransaction, error.code == .idempotencyKeyReused else { throw error }
+                    results.append(.failure(error))
                 }
-                if let earlier {
-                    return try StorePolicy.replay(earlier.digest, earlier.response, for: submit)
-                }
-                for push in submit.pushes {
-                    try db.withStatement(
-                        """
-                        INSERT INTO pushes (push_id, user_id, device_id, body, state, attempts, next_attempt_at_ms,
-                          enqueued_at_ms, completions)
-                        VALUES (?1, ?2, ?3, ?4, 'queued', 0, ?5, ?5, 0)
-                        """
-                    ) { s throws(RelayError) in
-                        try s.bind(push.pushID, at: 1)
-                        try s.bind(submit.userID, at: 2)
-                        try s.bind(push.deviceID, at: 3)
-                        try s.bind(push.body, at: 4)
-                        try s.bind(nowMs, at: 5)
-                        try s.run()
-                    }
-                }
-                let outcome = StorePolicy.accepted(submit)
-                try db.withStatement(
-                    """
-                    INSERT INTO submissions (user_id, idempotency_key, request_sha256, response, created_at_ms)
-                    VALUES (?1, ?2, ?3, ?4, ?5)
-                    """
-                ) { s throws(RelayError) in
-                    try s.bind(submit.userID, at: 1)
-                    try s.bind(submit.idempotencyKey, at: 2)
-                    try s.bind(submit.requestDigest, at: 3)
-                    try s.bind(StorePolicy.encode(outcome.pushes), at: 4)
-                    try s.bind(nowMs, at: 5)
-                    try s.run()
-                }
-                return outcome
+            }
+            return results
+        }
+    }
+
+    private static func enqueueOne(
+        _ db: SQLiteConnection,
+        _ submit: NewSubmit,
+        nowMs: Int64
+    ) throws(RelayError) -> EnqueueOutcome {
+        let earlier = try db.withStatement(
+            "SELECT request_sha256, response FROM submissions WHERE user_id = ?1 AND idempotency_key = ?2"
+        ) { s throws(RelayError) -> (digest: [UInt8], response: String)? in
+            try s.bind(submit.userID, at: 1)
+            try s.bind(submit.idempotencyKey, at: 2)
+            guard try s.step() else { return nil }
+            return (s.blob(0), s.text(1))
+        }
+        if let earlier {
+            return try StorePolicy.replay(earlier.digest, earlier.response, for: submit)
+        }
+        for push in submit.pushes {
+            try db.withStatement(
+                """
+                INSERT INTO pushes (push_id, user_id, device_id, body, state, attempts, next_attempt_at_ms,
+                  enqueued_at_ms, completions)
+                VALUES (?1, ?2, ?3, ?4, 'queued', 0, ?5, ?5, 0)
+                """
+            ) { s throws(RelayError) in
+                try s.bind(push.pushID, at: 1)
+                try s.bind(submit.userID, at: 2)
+                try s.bind(push.deviceID, at: 3)
+                try s.bind(push.body, at: 4)
+                try s.bind(nowMs, at: 5)
+                try s.run()
             }
         }
+        let outcome = StorePolicy.accepted(submit)
+        try db.withStatement(
+            """
+            INSERT INTO submissions (user_id, idempotency_key, request_sha256, response, created_at_ms)
+            VALUES (?1, ?2, ?3, ?4, ?5)
+            """
+        ) { s throws(RelayError) in
+            try s.bind(submit.userID, at: 1)
+            try s.bind(submit.idempotencyKey, at: 2)
+            try s.bind(submit.requestDigest, at: 3)
+            try s.bind(StorePolicy.encode(outcome.pushes), at: 4)
+            try s.bind(nowMs, at: 5)
+            try s.run()
+        }
+        return outcome
     }
 
     public func lease(
@@ -380,7 +490,7 @@ public final class SQLiteRelayStore: RelayStore {
     ) async throws(RelayError)
         -> [LeasedPush]
     {
-        try self.withConnection { db throws(RelayError) in
+        try await self.withConnection { db throws(RelayError) in
             try db.transaction { () throws(RelayError) -> [LeasedPush] in
                 var leased = try db.withStatement(
                     """
@@ -440,7 +550,7 @@ public final class SQLiteRelayStore: RelayStore {
     ) async throws(RelayError)
         -> [CompletionResult]
     {
-        try self.withConnection { db throws(RelayError) in
+        try await self.withConnection { db throws(RelayError) in
             try db.transaction { () throws(RelayError) -> [CompletionResult] in
                 var results: [CompletionResult] = []
                 for completion in completions {
@@ -513,7 +623,7 @@ public final class SQLiteRelayStore: RelayStore {
     }
 
     public func counts() async throws(RelayError) -> [PushState: Int] {
-        try self.withConnection { db throws(RelayError) in
+        try await self.withConnection { db throws(RelayError) in
             try db.withStatement("SELECT state, COUNT(*) FROM pushes GROUP BY state") { s throws(RelayError) in
                 var counts: [PushState: Int] = [:]
                 while try s.step() {
@@ -525,7 +635,7 @@ public final class SQLiteRelayStore: RelayStore {
     }
 
     public func push(_ pushID: String) async throws(RelayError) -> PushRecord? {
-        try self.withConnection { db throws(RelayError) in
+        try await self.withConnection { db throws(RelayError) in
             try db.withStatement(
                 """
                 SELECT user_id, device_id, state, attempts, completions, apns_status, apns_reason
@@ -549,7 +659,7 @@ public final class SQLiteRelayStore: RelayStore {
     }
 
     public func deliveredLatenciesMs() async throws(RelayError) -> [Int64] {
-        try self.withConnection { db throws(RelayError) in
+        try await self.withConnection { db throws(RelayError) in
             try db.withStatement(
                 "SELECT completed_at_ms - enqueued_at_ms FROM pushes WHERE state = 'delivered' ORDER BY 1"
             ) { s throws(RelayError) -> [Int64] in
@@ -561,7 +671,7 @@ public final class SQLiteRelayStore: RelayStore {
     }
 
     public func purge(nowMs: Int64) async throws(RelayError) {
-        try self.withConnection { db throws(RelayError) in
+        try await self.withConnection { db throws(RelayError) in
             try db.transaction { () throws(RelayError) in
                 try db.withStatement("DELETE FROM auth_nonces WHERE expires_at_ms <= ?1") { s throws(RelayError) in
                     try s.bind(nowMs, at: 1)
@@ -576,7 +686,12 @@ public final class SQLiteRelayStore: RelayStore {
     }
 
     public func close() async {
-        self.connection.withLock { $0 = nil }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            self.queue.async {
+                self.holder.connection = nil
+                continuation.resume()
+            }
+        }
     }
 }
 

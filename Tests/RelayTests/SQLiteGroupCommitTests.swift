@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+
+@testable import Relay
+
+/// The embedded store commits the submits that wait together in one transaction (one sync to disk), each in its
+/// own savepoint. These tests line submits up behind a held queue, so the group is known, not hoped for.
+@Suite("SQLite group commit: one transaction for the submits that wait, each still all or nothing")
+struct SQLiteGroupCommitTests {
+    /// A submit of two pushes to "u"'s devices "a" and "b".
+    static func submit(_ key: String, digest: UInt8, bodyBytes: Int = 3) -> NewSubmit {
+        NewSubmit(
+            userID: "u",
+            idempotencyKey: key,
+            requestDigest: [digest],
+            pushes: ["a", "b"].map {
+                ($0, UUID().uuidString.lowercased(), [UInt8](repeating: digest, count: bodyBytes))
+            }
+        )
+    }
+
+    /// Starts each stage's submits as concurrent enqueues while the queue is held (a stage once every submit of
+    /// the stage before it waits: the group's order between stages is known), waits until all of them wait for the
+    /// same commit, then lets the queue go.
+    static func enqueueAsOneGroup(
+        _ store: SQLiteRelayStore,
+        _ stages: [[NewSubmit]]
+    ) async throws -> [Result<EnqueueOutcome, RelayError>] {
+        let release = store.holdQueue()
+        var tasks: [Task<Result<EnqueueOutcome, RelayError>, Never>] = []
+        for stage in stages {
+            tasks += stage.map { submit in
+                Task { () -> Result<EnqueueOutcome, RelayError> in
+                    do throws(RelayError) {
+                        return .success(try await store.enqueue(submit, nowMs: 5))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while store.waitingEnqueues < tasks.count {
+                guard ContinuousClock.now < deadline else {
+                    release()
+                    Issue.record("only \(store.waitingEnqueues) of \(tasks.count) submits reached the queue")
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        }
+        release()
+        var results: [Result<EnqueueOutcome, RelayError>] = []
+        for task in tasks { results.append(await task.value) }
+        return results
+    }
+
+    @Test("twelve waiting submits: one commit; a reused key refused alone; a retry in the same group is a duplicate")
+    func oneGroup() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let store = try SQLiteRelayStore(path: folder.file("relay.sqlite"))
+        try await store.migrate()
+        try await RelayStoreContractTests.seed(store, pushes: 0)
+        let earlier = try await store.enqueue(Self.submit("k0", digest: 1), nowMs: 1)
+        let commitsBefore = store.enqueueGroupCommits
+
+        let fresh = (1...10).map { Self.submit("k\($0)", digest: UInt8($0)) }
+        var retry = fresh[0]
+        retry.pushes = retry.pushes.map { ($0.deviceID, UUID().uuidString.lowercased(), $0.body) }
+        let reused = Self.submit("k0", digest: 99)
+        let results = try await Self.enqueueAsOneGroup(store, [fresh + [reused], [retry]])
+
+        #expect(store.enqueueGroupCommits == commitsBefore + 1)
+        for (index, result) in results.prefix(10).enumerated() {
+            let outcome = try result.get()
+            #expect(outcome.duplicate == false)
+            #expect(outcome.pushes.map(\.pushID) == fresh[index].pushes.map(\.pushID))
+        }
+        #expect(throws: RelayError(.idempotencyKeyReused, "")) { try results[10].get() }
+        let duplicate = try results[11].get()
+        #expect(duplicate.duplicate)
+        #expect(duplicate.pushes.map(\.pushID) == fresh[0].pushes.map(\.pushID))
+        // k0's two pushes and ten new submits of two: nothing of the refused one, nothing twice.
+        #expect(try await store.counts() == [.queued: 22])
+        #expect(try await store.push(earlier.pushes[0].pushID)?.state == .queued)
+        await store.close()
+    }
+
+    @Test("a full disk during a group: every submit of the group gets storage-full and nothing of any is stored")
+    func fullDiskFailsTheGroup() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let store = try SQLiteRelayStore(path: folder.file("relay.sqlite"))
+        try await store.migrate()
+        try await RelayStoreContractTests.seed(store, pushes: 0)
+        _ = try await store.enqueue(Self.submit("k0", digest: 1), nowMs: 1)
+        try store.capAtCurrentSize()
+        let commitsBefore = store.enqueueGroupCommits
+
+        // Bodies larger than a page: each submit needs pages the capped file cannot get.
+        let submits = (1...3).map { Self.submit("big\($0)", digest: UInt8($0), bodyBytes: 8192) }
+        let results = try await Self.enqueueAsOneGroup(store, [submits])
+
+        #expect(store.enqueueGroupCommits == commitsBefore)
+        for result in results {
+            #expect(throws: RelayError(.storageFull, "")) { try result.get() }
+        }
+        #expect(try await store.counts() == [.queued: 2])
+        await #expect(throws: RelayError(.storageFull, "")) { try await store.ping() }
+        await store.close()
+    }
+}
