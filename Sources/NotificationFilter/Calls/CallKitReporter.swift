@@ -62,9 +62,7 @@ public final class CallKitReporter: CallReporting, Sendable {
         let reason: CallEndedReason =
             switch cause {
             case .unanswered: .unanswered
-            case .cancelled(.remoteEnded): .remoteEnded
-            case .cancelled(.answeredElsewhere): .answeredElsewhere
-            case .cancelled(.declinedElsewhere): .declinedElsewhere
+            case .cancelled(let cancel): CallEndedReason(cancel)
             }
         _ = atMs  // the provider stamps the end with its own clock, after the ring it reported
         await self.provider.reportCall(uuid: callID, endedAt: nil, reason: reason)
