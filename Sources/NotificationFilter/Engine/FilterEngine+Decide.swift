@@ -129,12 +129,7 @@ extension FilterEngine {
             opened = o
         }
         var basis = DecisionBasis(
-            decision: FilterDecision(
-                seq: input.seq,
-                apnsID: input.apnsID,
-                decision: .silence,
-                reason: FilterReason(rawValue: "")
-            ),  // set by `finish`
+            decision: FilterDecision(seq: input.seq, apnsID: input.apnsID, decision: .silence, reason: .undecided),
             opened: opened,
             nowMs: nowMs,
             sentAt: Int64(clamping: opened.message.sentAtMs)

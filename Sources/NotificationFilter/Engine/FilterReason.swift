@@ -94,6 +94,9 @@ public struct FilterReason: RawRepresentable, Hashable, Sendable, Codable, Custo
     public static let callRefusedBlockList = Self("call-refused-filtered-by-block-list", refusal: .filteredByBlockList)
     public static let callRefusedUnentitled = Self("call-refused-unentitled", refusal: .unentitled)
 
+    /// The reason of a decision still being made (every rule sets its own): never written.
+    static let undecided = Self("")
+
     private static let refusedPrefix = "call-refused-"
 
     /// The reason of a refused invite, carrying its code (nil for `callUUIDAlreadyExists`, which is a duplicate,
