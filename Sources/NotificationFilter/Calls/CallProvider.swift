@@ -261,7 +261,7 @@ public actor CallProvider {
             reason: reason,
             handle: update.remoteHandle.value,
             displayName: update.localizedCallerName,
-            atMs: Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+            atMs: date.milliseconds
         )
         for sink in sinks { sink.emit(event) }
     }
