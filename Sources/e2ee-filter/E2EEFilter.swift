@@ -307,7 +307,7 @@ struct Once: AsyncParsableCommand {
             for line in outcome.lines { print(line) }
             if outcome.decisions.isEmpty && outcome.keptWhileLocked > 0 {
                 // Keys are locked: the payload is kept for `run` to decide after unlock; show the generic alert.
-                var decision = FilterDecision(seq: 1, apnsID: nil, decision: .fallback, reason: "locked")
+                var decision = FilterDecision(seq: 1, apnsID: nil, decision: .fallback, reason: .locked)
                 decision.alert = FilterDecision.fallbackAlert
                 print(decision.jsonLine())
             }

@@ -33,11 +33,50 @@ public struct CallEvent: Hashable, Sendable, Codable {
 
     }
 
+    /// Why a call ended or never rang: a ``CallEndedReason`` (`unanswered`, `remoteEnded`, `answeredElsewhere`,
+    /// `declined`…), or the provider's refusal code for a refused call's `missed` event (`maximumCallsReached`…).
+    /// Written as its string.
+    public enum Reason: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        case ended(CallEndedReason)
+        case refused(IncomingCallError.Code)
+
+        /// A refusal code named by ``IncomingCallError/Code`` is a refusal; any other string is an end reason.
+        public init(rawValue: String) {
+            let refusals: [IncomingCallError.Code] = [
+                .callUUIDAlreadyExists, .filteredByDoNotDisturb, .filteredByBlockList, .maximumCallsReached,
+                .unentitled,
+            ]
+            if let refusal = refusals.first(where: { $0.rawValue == rawValue }) {
+                self = .refused(refusal)
+            } else {
+                self = .ended(CallEndedReason(rawValue: rawValue))
+            }
+        }
+
+        public var rawValue: String {
+            switch self {
+            case .ended(let reason): reason.rawValue
+            case .refused(let code): code.rawValue
+            }
+        }
+
+        public var description: String { self.rawValue }
+
+        public init(from decoder: any Decoder) throws {
+            self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(self.rawValue)
+        }
+    }
+
     public var event: Kind
     /// The call id, as an uppercase canonical UUID string.
     public var callID: String
     public var account: String
-    public var reason: String?
+    public var reason: Reason?
     public var handle: String?
     public var displayName: String?
     /// `remote-declined`: the user id that declined.
@@ -51,7 +90,7 @@ public struct CallEvent: Hashable, Sendable, Codable {
         event: Kind,
         callID: UUID,
         account: String,
-        reason: String? = nil,
+        reason: Reason? = nil,
         handle: String? = nil,
         displayName: String? = nil,
         byUser: String? = nil,

@@ -29,13 +29,13 @@ public final class CallKitReporter: CallReporting, Sendable {
             configuration: configuration,
             sinks: [sink],
             logger: logger,
-            now: { Date(timeIntervalSince1970: Double(now()) / 1000) }
+            now: { Date(milliseconds: now()) }
         )
         self.reporter = CallReporter(provider: self.provider, logger: logger)
     }
 
     public func handOff(_ handoff: FilterDecision.Handoff) async {
-        let remaining = max(0, Double(handoff.ringDeadlineMs - self.now()) / 1000)
+        let remaining = max(0, TimeInterval(milliseconds: handoff.ringDeadlineMs - self.now()))
         await self.reporter.reportNewIncomingVoIPPushPayload(
             IncomingCallPayload(
                 callID: handoff.callID,
@@ -54,7 +54,7 @@ public final class CallKitReporter: CallReporting, Sendable {
             uuid: handoff.callID,
             update: CallUpdate(handoff: handoff),
             refusal: refusal,
-            at: Date(timeIntervalSince1970: Double(atMs) / 1000)
+            at: Date(milliseconds: atMs)
         )
     }
 
@@ -62,9 +62,7 @@ public final class CallKitReporter: CallReporting, Sendable {
         let reason: CallEndedReason =
             switch cause {
             case .unanswered: .unanswered
-            case .cancelled(.remoteEnded): .remoteEnded
-            case .cancelled(.answeredElsewhere): .answeredElsewhere
-            case .cancelled(.declinedElsewhere): .declinedElsewhere
+            case .cancelled(let cancel): CallEndedReason(cancel)
             }
         _ = atMs  // the provider stamps the end with its own clock, after the ring it reported
         await self.provider.reportCall(uuid: callID, endedAt: nil, reason: reason)

@@ -109,7 +109,7 @@ public actor CallProvider {
         guard calls[uuid] == nil else { return }
         remember(uuid)
         logger.info("refused call missed", metadata: ["callID": "\(uuid)", "code": "\(refusal)"])
-        emit(.missed, uuid, update, reason: CallEndedReason(rawValue: refusal.rawValue), at: date ?? now())
+        emit(.missed, uuid, update, reason: .refused(refusal), at: date ?? now())
     }
 
     /// Restores a call that was ringing before the process restarted, without a second `ringing` event.
@@ -236,7 +236,7 @@ public actor CallProvider {
         calls[uuid] = nil
         remember(uuid)
         logger.info("call \(event)", metadata: ["callID": "\(uuid)", "reason": "\(reason)"])
-        emit(event, uuid, call.update, reason: reason, at: date)
+        emit(event, uuid, call.update, reason: .ended(reason), at: date)
     }
 
     private func remember(_ uuid: UUID) {
@@ -251,17 +251,17 @@ public actor CallProvider {
         _ kind: CallEvent.Kind,
         _ uuid: UUID,
         _ update: CallUpdate,
-        reason: CallEndedReason?,
+        reason: CallEvent.Reason?,
         at date: Date
     ) {
         let event = CallEvent(
             event: kind,
             callID: uuid,
             account: update.account,
-            reason: reason?.rawValue,
+            reason: reason,
             handle: update.remoteHandle.value,
             displayName: update.localizedCallerName,
-            atMs: Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+            atMs: date.milliseconds
         )
         for sink in sinks { sink.emit(event) }
     }

@@ -1,3 +1,5 @@
+public import E2EECore
+
 /// What the system should show for an incoming call, like CallKit's `CXCallUpdate`.
 public struct CallUpdate: Hashable, Sendable {
     /// Who is calling.
@@ -53,4 +55,30 @@ public struct CallEndedReason: RawRepresentable, Hashable, Sendable, Codable, Cu
     public static let localEnded = Self(rawValue: "localEnded")
 
     public var description: String { rawValue }
+}
+
+extension CallEndedReason {
+    /// The end reason of a cancel: the same name (CallKit's `CXCallEndedReason`).
+    public init(_ cancel: CallCancelReason) {
+        switch cancel {
+        case .remoteEnded: self = .remoteEnded
+        case .answeredElsewhere: self = .answeredElsewhere
+        case .declinedElsewhere: self = .declinedElsewhere
+        }
+    }
+
+    /// The cancel reason this end reason is (nil for `unanswered`, `declined` and the others no cancel carries).
+    public var cancelReason: CallCancelReason? {
+        switch self {
+        case .remoteEnded: .remoteEnded
+        case .answeredElsewhere: .answeredElsewhere
+        case .declinedElsewhere: .declinedElsewhere
+        default: nil
+        }
+    }
+
+    /// Every end reason named here, for reading a stored one back.
+    static let known: [CallEndedReason] = [
+        .failed, .remoteEnded, .unanswered, .answeredElsewhere, .declinedElsewhere, .declined, .localEnded,
+    ]
 }

@@ -59,7 +59,7 @@ public struct FilterAppOptions: Sendable {
     public var deviceToken: String?
     public var policy = FilterPolicy()
     public var callProvider = CallProviderConfiguration()
-    public var now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    public var now: @Sendable () -> Int64 = { Date().milliseconds }
 
     public init(accounts: [Account], statePath: String) {
         self.accounts = accounts

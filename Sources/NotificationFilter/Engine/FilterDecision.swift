@@ -60,8 +60,8 @@ public struct FilterDecision: Sendable, Hashable, Codable {
     /// The input's `apns-id`, when it had one.
     public var apnsID: String?
     public var decision: Action
-    /// A stable reason code (README "Reason codes").
-    public var reason: String
+    /// A stable reason code (README "Reason codes"), written as its string.
+    public var reason: FilterReason
     /// The message kind when known (after decryption).
     public var kind: String?
     /// The account the payload belongs to, when known.
@@ -82,7 +82,7 @@ public struct FilterDecision: Sendable, Hashable, Codable {
         case senderDevice = "sender_device"
     }
 
-    public init(seq: Int64, apnsID: String?, decision: Action, reason: String) {
+    public init(seq: Int64, apnsID: String?, decision: Action, reason: FilterReason) {
         self.seq = seq
         self.apnsID = apnsID
         self.decision = decision
@@ -103,68 +103,4 @@ public struct FilterDecision: Sendable, Hashable, Codable {
         body: "Something arrived that this device could not show. Open the app to see it.",
         threadID: nil
     )
-}
-
-/// The reason codes of decisions (stable strings; README "Reason codes" documents each).
-public enum FilterReason: Sendable {
-    public static let freshInvite = "fresh-invite"
-    public static let text = "text"
-    public static let inviteExpired = "invite-expired"
-    public static let cancelledBeforeInvite = "cancelled-before-invite"
-    public static let duplicateCall = "duplicate-call"
-    public static let callCancelled = "call-cancelled"
-    public static let cancelForUnknownCall = "cancel-before-invite"
-    public static let cancelForEndedCall = "cancel-for-ended-call"
-    /// A cancel for a known call from a user other than the one who invited: ignored, the call goes on.
-    public static let cancelNotFromCaller = "cancel-not-from-caller"
-    /// `silence`: another device of the account's own user answered the call (an `answeredElsewhere` cancel
-    /// from it): the call ends (`ended` event, reason `answeredElsewhere`), no missed call. Also the decision of
-    /// an invite whose call was answered elsewhere before it arrived: it never rings.
-    public static let answeredElsewhere = "answered-elsewhere"
-    /// `silence`: as ``answeredElsewhere``, for a decline on another device of the account's own user.
-    public static let declinedElsewhere = "declined-elsewhere"
-    /// `silence`: another device of the account's own user answered or declined a call this device already
-    /// answered: the call goes on here.
-    public static let cancelForAnsweredCall = "cancel-for-answered-call"
-    /// `silence`: a `declinedElsewhere` cancel from another user for a call this device does not know as
-    /// incoming: the callee declined a call this user placed (a `remote-declined` call event).
-    public static let declinedByCallee = "declined-by-callee"
-    public static let receipt = "receipt"
-    public static let unknownKind = "unknown-kind"
-    public static let replay = "replay"
-    public static let clock = "clock"
-    public static let stale = "stale"
-    public static let malformedInput = "malformed-input"
-    public static let unknownSender = "unknown-sender"
-    public static let callFiltered = "call-filtered"
-    /// `missed-call`: the call provider refused the invite (CallKit's `CXErrorCodeIncomingCallError`), one code
-    /// per refusal, named after the provider's error code. The call never rang; it is recorded as missed.
-    public static let callRefusedMaximumCallsReached = "call-refused-maximum-calls-reached"
-    public static let callRefusedDoNotDisturb = "call-refused-filtered-by-do-not-disturb"
-    public static let callRefusedBlockList = "call-refused-filtered-by-block-list"
-    public static let callRefusedUnentitled = "call-refused-unentitled"
-
-    /// The reason code of a refused invite (nil for `callUUIDAlreadyExists`, which is a duplicate, not a refusal).
-    public static func callRefused(_ code: IncomingCallError.Code) -> String? {
-        switch code {
-        case .maximumCallsReached: callRefusedMaximumCallsReached
-        case .filteredByDoNotDisturb: callRefusedDoNotDisturb
-        case .filteredByBlockList: callRefusedBlockList
-        case .unentitled: callRefusedUnentitled
-        case .callUUIDAlreadyExists: nil
-        default: "call-refused-\(code.rawValue)"
-        }
-    }
-
-    /// The provider's refusal code behind a `call-refused-…` reason (nil for any other reason).
-    static func refusalCode(ofReason reason: String) -> IncomingCallError.Code? {
-        let known: [IncomingCallError.Code] = [
-            .maximumCallsReached, .filteredByDoNotDisturb, .filteredByBlockList, .unentitled,
-        ]
-        if let code = known.first(where: { callRefused($0) == reason }) { return code }
-        let prefix = "call-refused-"
-        return reason.hasPrefix(prefix) ? IncomingCallError.Code(rawValue: String(reason.dropFirst(prefix.count))) : nil
-    }
-    // Every E2EEError code of opening is also a reason: too-large, malformed-envelope, foreign-payload,
-    // unsupported-version, unsupported-suite, unknown-recipient-key, open-failed, malformed-message, bad-signature.
 }

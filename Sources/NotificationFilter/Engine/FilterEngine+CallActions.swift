@@ -113,7 +113,7 @@ extension FilterEngine {
                     callID: callID,
                     state: action == .answer ? .active : .ended,
                     updatedAtMs: nowMs,
-                    endReason: action == .answer ? nil : CallEndedReason.declined.rawValue
+                    endReason: action == .answer ? nil : .ended(.declined)
                 )
             )
             try tx.insertCallAction(
@@ -167,12 +167,21 @@ struct CancelRequestLine: Encodable {
     var kind = "cancel"
     var to: String
     var callID: String
-    var reason: String
+    var reason: CallCancelReason
 
     init(to: String, callID: UUID, reason: CallCancelReason) {
         self.to = to
         self.callID = callID.uuidString
-        self.reason = reason.description
+        self.reason = reason
+    }
+
+    /// The reason is written by its name (`answeredElsewhere`), as `e2ee-send batch` reads it.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.kind, forKey: .kind)
+        try container.encode(self.to, forKey: .to)
+        try container.encode(self.callID, forKey: .callID)
+        try container.encode(self.reason.description, forKey: .reason)
     }
 
     enum CodingKeys: String, CodingKey {

@@ -102,10 +102,10 @@ extension FilterEngine {
         admission: inout CallAdmission,
         actions: inout [PostCommit]
     ) throws -> FilterDecision {
-        func make(_ action: FilterDecision.Action, _ reason: String) -> FilterDecision {
+        func make(_ action: FilterDecision.Action, _ reason: FilterReason) -> FilterDecision {
             FilterDecision(seq: input.seq, apnsID: input.apnsID, decision: action, reason: reason)
         }
-        func fallback(_ reason: String) -> FilterDecision {
+        func fallback(_ reason: FilterReason) -> FilterDecision {
             var d = make(.fallback, reason)
             d.alert = FilterDecision.fallbackAlert
             return d
@@ -121,7 +121,7 @@ extension FilterEngine {
                 d = make(.silence, FilterReason.unknownSender)
             } else {
                 // Every code of opening is also a reason, spelled as the protocol spells it.
-                d = fallback(code.rawValue)
+                d = fallback(.opening(code))
             }
             d.account = acct
             return d
@@ -129,7 +129,7 @@ extension FilterEngine {
             opened = o
         }
         var basis = DecisionBasis(
-            decision: FilterDecision(seq: input.seq, apnsID: input.apnsID, decision: .silence, reason: ""),
+            decision: FilterDecision(seq: input.seq, apnsID: input.apnsID, decision: .silence, reason: .undecided),
             opened: opened,
             nowMs: nowMs,
             sentAt: Int64(clamping: opened.message.sentAtMs)
@@ -202,14 +202,14 @@ extension FilterEngine {
                 + (invite.hasVideo ? " (video)" : ""),
             threadID: nil
         )
-        func missed(_ reason: String) throws -> FilterDecision {
+        func missed(_ reason: FilterReason) throws -> FilterDecision {
             try tx.setCallState(
                 CallStateRecord(
                     account: account,
                     callID: invite.callID,
                     state: .missed,
                     updatedAtMs: nowMs,
-                    endReason: reason,
+                    endReason: .decision(reason),
                     callerUserID: message.senderUserID
                 )
             )
@@ -220,7 +220,7 @@ extension FilterEngine {
                     callerHandle: invite.callerHandle,
                     displayName: invite.displayName,
                     atMs: nowMs,
-                    reason: reason
+                    reason: .decision(reason)
                 )
             )
             var d = basis.finish(.missedCall, reason)
@@ -239,15 +239,15 @@ extension FilterEngine {
             return try missed(FilterReason.cancelledBeforeInvite)
         }
         if let elsewhere = early.first(where: {
-            $0.senderUserID == opened.ownUserID && Self.elsewhereReason($0.reason) != nil
-        }), let reason = Self.elsewhereReason(elsewhere.reason) {
+            $0.senderUserID == opened.ownUserID && $0.reason.cancelReason.flatMap(Self.elsewhereReason) != nil
+        }), let reason = elsewhere.reason.cancelReason.flatMap(Self.elsewhereReason) {
             try tx.setCallState(
                 CallStateRecord(
                     account: account,
                     callID: invite.callID,
                     state: .ended,
                     updatedAtMs: nowMs,
-                    endReason: reason,
+                    endReason: .decision(reason),
                     callerUserID: message.senderUserID
                 )
             )
@@ -325,7 +325,7 @@ extension FilterEngine {
                 EarlyCancelRecord(
                     account: account,
                     callID: cancel.callID,
-                    reason: cancel.reason.description,
+                    reason: CallEndedReason(cancel.reason),
                     atMs: nowMs,
                     senderUserID: message.senderUserID
                 )
@@ -371,7 +371,7 @@ extension FilterEngine {
                 callID: cancel.callID,
                 state: ring ? .missed : .ended,
                 updatedAtMs: nowMs,
-                endReason: cancel.reason.description
+                endReason: .ended(CallEndedReason(cancel.reason))
             )
         )
         if ring {
@@ -383,13 +383,13 @@ extension FilterEngine {
                     callerHandle: endedRing?.callerHandle,
                     displayName: endedRing?.displayName,
                     atMs: nowMs,
-                    reason: "remoteEnded"
+                    reason: .ended(.remoteEnded)
                 )
             )
         }
         actions.append(.end(account: account, callID: cancel.callID, cause: .cancelled(cancel.reason), atMs: nowMs))
         if elsewhere && !fromCaller {
-            return basis.finish(.silence, Self.elsewhereReason(cancel.reason.description) ?? FilterReason.callCancelled)
+            return basis.finish(.silence, Self.elsewhereReason(cancel.reason) ?? .callCancelled)
         }
         return basis.finish(.silence, FilterReason.callCancelled)
     }
@@ -406,7 +406,7 @@ extension FilterEngine {
         var message: InnerMessage { self.opened.message }
 
         /// The decision with its action and reason (and the fallback alert for `fallback`).
-        func finish(_ action: FilterDecision.Action, _ reason: String) -> FilterDecision {
+        func finish(_ action: FilterDecision.Action, _ reason: FilterReason) -> FilterDecision {
             var d = self.decision
             d.decision = action
             d.reason = reason
@@ -416,11 +416,11 @@ extension FilterEngine {
     }
 
     /// The decision reason of an `answeredElsewhere` / `declinedElsewhere` cancel reason (nil for any other).
-    static func elsewhereReason(_ cancelReason: String) -> String? {
+    static func elsewhereReason(_ cancelReason: CallCancelReason) -> FilterReason? {
         switch cancelReason {
-        case CallCancelReason.answeredElsewhere.description: FilterReason.answeredElsewhere
-        case CallCancelReason.declinedElsewhere.description: FilterReason.declinedElsewhere
-        default: nil
+        case .answeredElsewhere: .answeredElsewhere
+        case .declinedElsewhere: .declinedElsewhere
+        case .remoteEnded: nil
         }
     }
 }

@@ -264,7 +264,7 @@ public actor FilterEngine {
                         callID: ring.callID,
                         state: .missed,
                         updatedAtMs: nowMs,
-                        endReason: "unanswered"
+                        endReason: .ended(.unanswered)
                     )
                 )
                 _ = try tx.recordMissedCall(
@@ -274,7 +274,7 @@ public actor FilterEngine {
                         callerHandle: ring.callerHandle,
                         displayName: ring.displayName,
                         atMs: nowMs,
-                        reason: "unanswered"
+                        reason: .ended(.unanswered)
                     )
                 )
             }
@@ -299,7 +299,7 @@ public actor FilterEngine {
         try await self.reportRemoteDeclines(declines)
         // Refused invites whose `missed` event was lost in a crash: record it now (the decision was committed).
         for call in refused {
-            guard let refusal = FilterReason.refusalCode(ofReason: call.reason) else { continue }
+            guard let refusal = call.reason.refusal else { continue }
             await self.reporter.reportRefused(
                 FilterDecision.Handoff(
                     callID: call.callID,
@@ -318,9 +318,7 @@ public actor FilterEngine {
         for call in unfinished {
             guard let uuid = UUID(uuidString: call.callID) else { continue }
             let ringing = call.ringingLine.flatMap { try? JSONDecoder().decode(RingingLine.self, from: Data($0.utf8)) }
-            let cause: CallEndCause =
-                CallCancelReason.allCases.first { $0.description == call.endReason }.map { .cancelled($0) }
-                ?? .unanswered
+            let cause: CallEndCause = call.endReason?.cancelReason.map { .cancelled($0) } ?? .unanswered
             await self.reporter.restoreRinging(
                 FilterDecision.Handoff(
                     callID: uuid,

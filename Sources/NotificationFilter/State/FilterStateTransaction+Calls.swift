@@ -20,7 +20,7 @@ extension FilterStateTransaction {
             try statement.bind(record.account, at: 1)
             try statement.bind(record.callID.uuidString, at: 2)
             try statement.bind(record.senderUserID ?? "", at: 3)
-            try statement.bind(record.reason, at: 4)
+            try statement.bind(record.reason.rawValue, at: 4)
             try statement.bind(record.atMs, at: 5)
             try statement.run()
         }
@@ -55,7 +55,7 @@ extension FilterStateTransaction {
             return EarlyCancelRecord(
                 account: account,
                 callID: callID,
-                reason: statement.text(0),
+                reason: CallEndedReason(rawValue: statement.text(0)),
                 atMs: statement.int64(1),
                 senderUserID: sender.isEmpty ? nil : sender
             )
@@ -87,7 +87,7 @@ extension FilterStateTransaction {
                     EarlyCancelRecord(
                         account: account,
                         callID: callID,
-                        reason: statement.text(0),
+                        reason: CallEndedReason(rawValue: statement.text(0)),
                         atMs: statement.int64(1),
                         senderUserID: sender.isEmpty ? nil : sender
                     )
@@ -135,7 +135,7 @@ extension FilterStateTransaction {
             try statement.bind(record.callerHandle, at: 3)
             try statement.bind(record.displayName, at: 4)
             try statement.bind(record.atMs, at: 5)
-            try statement.bind(record.reason, at: 6)
+            try statement.bind(record.reason.rawValue, at: 6)
             try statement.run()
             return database.changes == 1
         }
@@ -162,7 +162,7 @@ extension FilterStateTransaction {
                         callerHandle: statement.optionalText(2),
                         displayName: statement.optionalText(3),
                         atMs: statement.int64(4),
-                        reason: statement.text(5)
+                        reason: CallRecordReason(rawValue: statement.text(5))
                     )
                 )
             }

@@ -218,7 +218,7 @@ extension FilterStateTransaction {
                     EndedCallWithoutEvent(
                         account: s.text(0),
                         callID: s.text(1),
-                        endReason: s.optionalText(2),
+                        endReason: s.optionalText(2).map(CallRecordReason.init(rawValue:)),
                         ringingLine: s.optionalText(3),
                         callerHandle: s.optionalText(4) ?? s.optionalText(6),
                         displayName: s.optionalText(5)
@@ -252,7 +252,7 @@ extension FilterStateTransaction {
                         callerHandle: s.optionalText(2),
                         displayName: s.optionalText(3),
                         atMs: s.int64(4),
-                        reason: s.text(5)
+                        reason: CallRecordReason(rawValue: s.text(5))
                     )
                 )
             }
@@ -326,7 +326,7 @@ extension FilterStateTransaction {
 struct EndedCallWithoutEvent {
     var account: String
     var callID: String
-    var endReason: String?
+    var endReason: CallRecordReason?
     /// The call's `ringing` event line, if that one was recorded.
     var ringingLine: String?
     /// Who called, from the missed-call record or the call state, for when the ringing line is missing.

@@ -94,7 +94,7 @@ public struct FilterStateTransaction: ~Copyable {
                 callID: callID,
                 state: StoredCallState(rawValue: statement.text(0)),
                 updatedAtMs: statement.int64(1),
-                endReason: statement.optionalText(2),
+                endReason: statement.optionalText(2).map(CallRecordReason.init(rawValue:)),
                 callerUserID: statement.optionalText(3)
             )
         }
@@ -118,7 +118,7 @@ public struct FilterStateTransaction: ~Copyable {
             try statement.bind(record.callID.uuidString, at: 2)
             try statement.bind(record.state.rawValue, at: 3)
             try statement.bind(record.updatedAtMs, at: 4)
-            try statement.bind(record.endReason, at: 5)
+            try statement.bind(record.endReason?.rawValue, at: 5)
             try statement.bind(record.callerUserID, at: 6)
             try statement.run()
         }
@@ -144,7 +144,7 @@ public struct FilterStateTransaction: ~Copyable {
                         callID: callID,
                         state: state,
                         updatedAtMs: statement.int64(2),
-                        endReason: statement.optionalText(3),
+                        endReason: statement.optionalText(3).map(CallRecordReason.init(rawValue:)),
                         callerUserID: statement.optionalText(4)
                     )
                 )

@@ -1,3 +1,5 @@
+public import E2EECore
+
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
 #else
@@ -27,8 +29,8 @@ public struct CallStateRecord: Hashable, Sendable {
     public var callID: UUID
     public var state: StoredCallState
     public var updatedAtMs: Int64
-    /// Why the call ended (a ``CallEndedReason`` raw value or the engine's own reason), if it did.
-    public var endReason: String?
+    /// Why the call ended or never rang, if it did.
+    public var endReason: CallRecordReason?
     /// The user id that sent the invite: only this user's cancel ends the call. Nil when not known (a call stored
     /// before schema version 3); writing nil keeps the caller already stored.
     public var callerUserID: String?
@@ -38,7 +40,7 @@ public struct CallStateRecord: Hashable, Sendable {
         callID: UUID,
         state: StoredCallState,
         updatedAtMs: Int64,
-        endReason: String? = nil,
+        endReason: CallRecordReason? = nil,
         callerUserID: String? = nil
     ) {
         self.account = account
@@ -54,13 +56,14 @@ public struct CallStateRecord: Hashable, Sendable {
 public struct EarlyCancelRecord: Hashable, Sendable {
     public var account: String
     public var callID: UUID
-    public var reason: String
+    /// The cancel's reason.
+    public var reason: CallEndedReason
     public var atMs: Int64
     /// The user id that sent the cancel; it cancels only an invite from the same user. Nil when not known (a
     /// cancel stored before schema version 3), which matches any caller.
     public var senderUserID: String?
 
-    public init(account: String, callID: UUID, reason: String, atMs: Int64, senderUserID: String? = nil) {
+    public init(account: String, callID: UUID, reason: CallEndedReason, atMs: Int64, senderUserID: String? = nil) {
         self.account = account
         self.callID = callID
         self.reason = reason
@@ -76,7 +79,8 @@ public struct MissedCallRecord: Hashable, Sendable {
     public var callerHandle: String?
     public var displayName: String?
     public var atMs: Int64
-    public var reason: String
+    /// Why the call was missed: the invite's decision reason, or how the ringing call ended.
+    public var reason: CallRecordReason
 
     public init(
         account: String,
@@ -84,7 +88,7 @@ public struct MissedCallRecord: Hashable, Sendable {
         callerHandle: String?,
         displayName: String?,
         atMs: Int64,
-        reason: String
+        reason: CallRecordReason
     ) {
         self.account = account
         self.callID = callID
@@ -92,6 +96,43 @@ public struct MissedCallRecord: Hashable, Sendable {
         self.displayName = displayName
         self.atMs = atMs
         self.reason = reason
+    }
+}
+
+/// Why a call in the state ended or never rang, as its end reason and its missed-call record keep it: the
+/// decision's reason (`invite-expired`, `cancelled-before-invite`, `call-refused-…`, `answered-elsewhere`…), or how
+/// the call ended (a cancel's reason, `unanswered`, `declined`). Stored as its string; read back with
+/// ``init(rawValue:)``, which keeps any string it does not know.
+public enum CallRecordReason: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    case decision(FilterReason)
+    case ended(CallEndedReason)
+
+    /// A ``CallEndedReason`` name is an end; any other string is a decision's reason.
+    public init(rawValue: String) {
+        if let ended = CallEndedReason.known.first(where: { $0.rawValue == rawValue }) {
+            self = .ended(ended)
+        } else {
+            self = .decision(FilterReason(rawValue: rawValue))
+        }
+    }
+
+    public var rawValue: String {
+        switch self {
+        case .decision(let reason): reason.rawValue
+        case .ended(let reason): reason.rawValue
+        }
+    }
+
+    public var description: String { self.rawValue }
+
+    /// The provider's refusal, for an invite the provider refused.
+    public var refusal: IncomingCallError.Code? {
+        if case .decision(let reason) = self { reason.refusal } else { nil }
+    }
+
+    /// The cancel that ended the call, if a cancel did.
+    public var cancelReason: CallCancelReason? {
+        if case .ended(let reason) = self { reason.cancelReason } else { nil }
     }
 }
 

@@ -31,7 +31,13 @@ struct CallEventSinkTests {
             ringing.jsonLine()
                 == #"{"account":"alice","atMs":1000,"callID":"6F2A1C3E-0B7D-4E59-9A41-2C8D5F6E7A10","displayName":"Bob \"B\"","event":"ringing","handle":"bob/1"}"#
         )
-        let missed = CallEvent(event: .missed, callID: Self.id, account: "alice", reason: "unanswered", atMs: 61_000)
+        let missed = CallEvent(
+            event: .missed,
+            callID: Self.id,
+            account: "alice",
+            reason: .ended(.unanswered),
+            atMs: 61_000
+        )
         #expect(
             missed.jsonLine()
                 == #"{"account":"alice","atMs":61000,"callID":"6F2A1C3E-0B7D-4E59-9A41-2C8D5F6E7A10","event":"missed","reason":"unanswered"}"#
@@ -79,7 +85,7 @@ struct CallEventSinkTests {
         let event = CallEvent(event: .answered, callID: Self.id, account: "alice", atMs: 7)
         hook.emit(event)
         #expect(await hook.waitUntilIdle(timeout: .seconds(60)))
-        hook.emit(CallEvent(event: .ended, callID: Self.id, account: "alice", reason: "localEnded", atMs: 8))
+        hook.emit(CallEvent(event: .ended, callID: Self.id, account: "alice", reason: .ended(.localEnded), atMs: 8))
         #expect(await hook.waitUntilIdle(timeout: .seconds(60)))
         #expect(
             readScratchFile(out)

@@ -103,7 +103,7 @@ struct CallProviderTests {
         #expect(await h.provider.reportCall(uuid: id, endedAt: endedAt, reason: reason))
         let last = try #require(h.sink.events.last)
         #expect(last.event == expected)
-        #expect(last.reason == reason.rawValue)
+        #expect(last.reason == .ended(reason))
         #expect(last.atMs == 1_700_000_005_250)
         #expect(await h.provider.call(id) == nil)
         #expect(await h.provider.reportCall(uuid: id, reason: reason) == false)  // already ended: ignored
@@ -118,7 +118,7 @@ struct CallProviderTests {
         try await h.provider.answer(id)
         await h.provider.reportCall(uuid: id, reason: .remoteEnded)
         #expect(h.sink.events.map(\.event) == [.ringing, .answered, .ended])
-        #expect(h.sink.events.last?.reason == "remoteEnded")
+        #expect(h.sink.events.last?.reason == .ended(.remoteEnded))
     }
 
     @Test("user actions: answer, decline, end, and their errors")
@@ -145,7 +145,7 @@ struct CallProviderTests {
         await #expect(throws: CallActionError(code: .unknownCallUUID, message: "")) {
             try await h.provider.answer(UUID())
         }
-        let summary = h.sink.events.map { "\($0.event)/\($0.reason ?? "-")/\($0.handle ?? "-")" }
+        let summary = h.sink.events.map { "\($0.event)/\($0.reason?.rawValue ?? "-")/\($0.handle ?? "-")" }
         #expect(
             summary == [
                 "ringing/-/bob", "ringing/-/carol", "answered/-/bob", "declined/declined/carol", "ended/localEnded/bob",
@@ -168,7 +168,7 @@ struct CallProviderTests {
         #expect(await h.provider.expireRinging(now: h.clock.now) == [short])
         let missed = try #require(h.sink.events.last)
         #expect(missed.event == .missed)
-        #expect(missed.reason == "unanswered")
+        #expect(missed.reason == .ended(.unanswered))
         #expect(missed.atMs == h.clock.nowMs)
         try await h.provider.answer(long)
         h.clock.advance(seconds: 3600)

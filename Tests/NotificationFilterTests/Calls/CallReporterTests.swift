@@ -52,7 +52,7 @@ struct CallReporterTests {
         )
         #expect(outcome == HandoffOutcome(reported: true, ringing: false, refusal: nil, endedAtOnce: reason))
         #expect(h.sink.events.map(\.event) == [.ringing, expected])
-        #expect(h.sink.events.last?.reason == reason.rawValue)
+        #expect(h.sink.events.last?.reason == .ended(reason))
         #expect(await h.provider.liveCalls.isEmpty)
         #expect(await h.reporter.counters.violations == 0)
     }

@@ -12,7 +12,7 @@ struct DecisionRuleTests {
         let callID = UUID()
         let d = try await h.decide(h.body(EngineHarness.invite(callID, video: true)))
         #expect(d.decision == .ring)
-        #expect(d.reason == "fresh-invite")
+        #expect(d.reason == .freshInvite)
         #expect(d.kind == "call-invite")
         #expect(d.handoff?.callID == callID)
         #expect(d.handoff?.callerHandle == "alice")
@@ -35,12 +35,12 @@ struct DecisionRuleTests {
             h.body(EngineHarness.invite(callID), sentAtMs: h.clock.nowMs - 61_000)
         )
         #expect(late.decision == .missedCall)
-        #expect(late.reason == "invite-expired")
+        #expect(late.reason == .inviteExpired)
         #expect(late.alert?.body == "Alice Example called you")
         #expect(h.eventKinds().isEmpty)
         let missed = try h.store.transaction { tx in try tx.missedCalls(account: "bob") }
         #expect(missed.map(\.callID) == [callID])
-        #expect(missed.first?.reason == "invite-expired")
+        #expect(missed.first?.reason == .decision(.inviteExpired))
         let ok: FilterDecision = try await h.decide(
             h.body(EngineHarness.invite(UUID()), sentAtMs: h.clock.nowMs - 59_000)
         )
@@ -56,11 +56,11 @@ struct DecisionRuleTests {
         // A retry of the invite (new message id, same call id) while ringing.
         let again = try await h.decide(h.body(EngineHarness.invite(callID)))
         #expect(again.decision == .silence)
-        #expect(again.reason == "duplicate-call")
+        #expect(again.reason == .duplicateCall)
         // End it, then the invite arrives once more.
         _ = try await h.decide(h.body(.callCancel(CallCancel(callID: callID, reason: .answeredElsewhere))))
         let afterEnd = try await h.decide(h.body(EngineHarness.invite(callID)))
-        #expect(afterEnd.reason == "duplicate-call")
+        #expect(afterEnd.reason == .duplicateCall)
         #expect(h.eventKinds().filter { $0 == "ringing" }.count == 1)
         #expect(await h.reporter.violations == 0)
     }
@@ -72,10 +72,10 @@ struct DecisionRuleTests {
         _ = try await h.decide(h.body(EngineHarness.invite(callID)))
         let cancel = try await h.decide(h.body(.callCancel(CallCancel(callID: callID, reason: .answeredElsewhere))))
         #expect(cancel.decision == .silence)
-        #expect(cancel.reason == "call-cancelled")
+        #expect(cancel.reason == .callCancelled)
         #expect(cancel.kind == "call-cancel")
         #expect(h.eventKinds() == ["ringing", "ended"])
-        #expect(h.events.events.last?.reason == "answeredElsewhere")
+        #expect(h.events.events.last?.reason == .ended(.answeredElsewhere))
         #expect(await h.reporter.provider.liveCalls.isEmpty)
         let state = try h.store.transaction { tx in try tx.callState(account: "bob", callID: callID) }
         #expect(state?.state == .ended)
@@ -98,10 +98,10 @@ struct DecisionRuleTests {
         let callID = UUID()
         let cancel = try await h.decide(h.body(.callCancel(CallCancel(callID: callID, reason: .remoteEnded))))
         #expect(cancel.decision == .silence)
-        #expect(cancel.reason == "cancel-before-invite")
+        #expect(cancel.reason == .cancelForUnknownCall)
         let invite = try await h.decide(h.body(EngineHarness.invite(callID)))
         #expect(invite.decision == .missedCall)
-        #expect(invite.reason == "cancelled-before-invite")
+        #expect(invite.reason == .cancelledBeforeInvite)
         #expect(h.eventKinds().isEmpty)
         #expect(await h.reporter.reporter.counters.handoffs == 0)
     }
@@ -117,7 +117,7 @@ struct DecisionRuleTests {
                 h.body(.callCancel(CallCancel(callID: callID, reason: reason)), from: h.carol)
             )
             #expect(forged.decision == .silence)
-            #expect(forged.reason == "cancel-not-from-caller")
+            #expect(forged.reason == .cancelNotFromCaller)
             #expect(forged.callID == callID)
         }
         #expect(h.eventKinds() == ["ringing"])
@@ -129,7 +129,7 @@ struct DecisionRuleTests {
 
         // alice's own cancel still ends it.
         let real = try await h.decide(h.body(.callCancel(CallCancel(callID: callID, reason: .answeredElsewhere))))
-        #expect(real.reason == "call-cancelled")
+        #expect(real.reason == .callCancelled)
         #expect(h.eventKinds() == ["ringing", "ended"])
         #expect(await h.reporter.provider.liveCalls.isEmpty)
         #expect(await h.reporter.violations == 0)
@@ -143,10 +143,10 @@ struct DecisionRuleTests {
             h.body(.callCancel(CallCancel(callID: callID, reason: .remoteEnded)), from: h.carol)
         )
         #expect(forged.decision == .silence)
-        #expect(forged.reason == "cancel-before-invite")
+        #expect(forged.reason == .cancelForUnknownCall)
         let invite = try await h.decide(h.body(EngineHarness.invite(callID)))
         #expect(invite.decision == .ring)
-        #expect(invite.reason == "fresh-invite")
+        #expect(invite.reason == .freshInvite)
         #expect(h.eventKinds() == ["ringing"])
         #expect(try h.store.transaction { tx in try tx.missedCalls(account: "bob") }.isEmpty)
     }
@@ -158,7 +158,7 @@ struct DecisionRuleTests {
             h.body(.text(TextMessage(threadID: "t-1", title: "Lunch?", body: "Are we still on?")))
         )
         #expect(d.decision == .alert)
-        #expect(d.reason == "text")
+        #expect(d.reason == .text)
         #expect(
             d.alert
                 == FilterDecision.Alert(
@@ -175,10 +175,10 @@ struct DecisionRuleTests {
         let h = try EngineHarness()
         let receipt = try await h.decide(h.body(.receipt(Receipt(messageIDs: [.random()]))))
         #expect(receipt.decision == .silence)
-        #expect(receipt.reason == "receipt")
+        #expect(receipt.reason == .receipt)
         let unknown = try await h.decide(h.body(.unknown(kind: MessageKind(rawValue: 0x90), fields: [1])))
         #expect(unknown.decision == .silence)
-        #expect(unknown.reason == "unknown-kind")
+        #expect(unknown.reason == .unknownKind)
         #expect(unknown.kind == "kind-0x90")
     }
 
@@ -189,11 +189,11 @@ struct DecisionRuleTests {
         #expect(try await h.decide(body).decision == .alert)
         let second = try await h.decide(body)
         #expect(second.decision == .silence)
-        #expect(second.reason == "replay")
+        #expect(second.reason == .replay)
         // A replayed call invite does not ring again either.
         let invite = try h.body(EngineHarness.invite(UUID()))
         #expect(try await h.decide(invite).decision == .ring)
-        #expect(try await h.decide(invite).reason == "replay")
+        #expect(try await h.decide(invite).reason == .replay)
         #expect(h.eventKinds() == ["ringing"])
     }
 
@@ -203,11 +203,11 @@ struct DecisionRuleTests {
         let text = MessageContent.text(TextMessage(threadID: "", title: "", body: "x"))
         let future = try await h.decide(h.body(text, sentAtMs: h.clock.nowMs + 30_001))
         #expect(future.decision == .fallback)
-        #expect(future.reason == "clock")
+        #expect(future.reason == .clock)
         #expect(future.alert == FilterDecision.fallbackAlert)
         #expect(try await h.decide(h.body(text, sentAtMs: h.clock.nowMs + 30_000)).decision == .alert)
         let stale = try await h.decide(h.body(text, sentAtMs: h.clock.nowMs - 48 * 3_600_000 - 1))
-        #expect(stale.reason == "stale")
+        #expect(stale.reason == .stale)
     }
 
     @Test("unknown recipient key → fallback with its reason; an older key opens until its expires_at_ms only")
@@ -216,7 +216,7 @@ struct DecisionRuleTests {
         let text = MessageContent.text(TextMessage(threadID: "", title: "", body: "x"))
         let stranger = try await h.decide(h.body(text, to: h.mallory.currentDeviceKey.privateKey.publicKey))
         #expect(stranger.decision == .fallback)
-        #expect(stranger.reason == "unknown-recipient-key")
+        #expect(stranger.reason == .opening(.unknownRecipientKey))
         let old = h.bob.deviceKeys[0]
         let expires = try #require(old.expiresAtMs)
         #expect(try await h.decide(h.body(text, to: old.privateKey.publicKey)).decision == .alert)
@@ -224,7 +224,7 @@ struct DecisionRuleTests {
         #expect(try await h.decide(h.body(text, to: old.privateKey.publicKey)).decision == .alert)
         h.clock.advance(ms: 1)
         let expired = try await h.decide(h.body(text, to: old.privateKey.publicKey))
-        #expect(expired.reason == "unknown-recipient-key")
+        #expect(expired.reason == .opening(.unknownRecipientKey))
         #expect(try await h.decide(h.body(text)).decision == .alert, "the current key still opens")
     }
 
@@ -267,7 +267,10 @@ struct DecisionRuleTests {
             ).body
             let d = try await filter.decide(body)
             let opens = offset < graceMs
-            #expect(d.reason == (opens ? "text" : "unknown-recipient-key"), "grace \(graceMs) ms, at +\(offset) ms")
+            #expect(
+                d.reason == (opens ? .text : .opening(.unknownRecipientKey)),
+                "grace \(graceMs) ms, at +\(offset) ms"
+            )
             #expect(d.decision == (opens ? .alert : .fallback))
         }
     }
@@ -302,13 +305,13 @@ struct DecisionRuleTests {
             signingKey: h.mallory.signingKey,
             ephemeral: .generate()
         ).body
-        let cases: [([UInt8], String)] = [
-            (body(flipped), "open-failed"),
-            (body(version), "unsupported-version"),
-            (forged, "bad-signature"),
-            (Array("{\"aps\":".utf8), "malformed-envelope"),
-            (Array("{\"e2ee\":\"***\"}".utf8), "malformed-envelope"),
-            (good + Array(repeating: 0x20, count: 4097 - good.count), "too-large"),
+        let cases: [([UInt8], FilterReason)] = [
+            (body(flipped), .opening(.openFailed)),
+            (body(version), .opening(.unsupportedVersion)),
+            (forged, .opening(.badSignature)),
+            (Array("{\"aps\":".utf8), .opening(.malformedEnvelope)),
+            (Array("{\"e2ee\":\"***\"}".utf8), .opening(.malformedEnvelope)),
+            (good + Array(repeating: 0x20, count: 4097 - good.count), .opening(.tooLarge)),
         ]
         for (input, reason) in cases {
             let d = try await h.decide(input)
@@ -317,7 +320,7 @@ struct DecisionRuleTests {
             #expect(d.alert == FilterDecision.fallbackAlert)
         }
         let notJSON = try await h.decide(line: "this is not json")
-        #expect(notJSON.reason == "malformed-envelope")
+        #expect(notJSON.reason == .opening(.malformedEnvelope))
         // The engine goes on: a good payload after all that is still decided.
         #expect(try await h.decide(h.body(.text(TextMessage(threadID: "", title: "", body: "ok")))).decision == .alert)
     }
@@ -331,7 +334,7 @@ struct DecisionRuleTests {
         p.unknownSender = policy
         let h = try EngineHarness(policy: p)
         let d = try await h.decide(h.body(.text(TextMessage(threadID: "", title: "", body: "hi")), from: h.mallory))
-        #expect(d.reason == "unknown-sender")
+        #expect(d.reason == .unknownSender)
         #expect(d.decision == (policy == .fallback ? FilterDecision.Action.fallback : FilterDecision.Action.silence))
     }
 
@@ -347,7 +350,7 @@ struct DecisionRuleTests {
         #expect(
             [fromAlice, fromCarol, aliceAgain, carolAgain].map(\.decision) == [.alert, .alert, .silence, .silence]
         )
-        #expect([fromAlice, fromCarol, aliceAgain, carolAgain].map(\.reason) == ["text", "text", "replay", "replay"])
+        #expect([fromAlice, fromCarol, aliceAgain, carolAgain].map(\.reason) == [.text, .text, .replay, .replay])
         #expect(fromAlice.alert?.title == "Alice Example")
         #expect(fromCarol.alert?.title == "Carol Example")
         #expect(fromCarol.alert?.body == "from carol")
@@ -364,12 +367,12 @@ struct DecisionRuleTests {
         h.clock.advance(ms: 1_001)  // 20 s + 30 s skew allowance passed
         try await h.engine.expireRinging()
         #expect(h.eventKinds() == ["ringing", "missed"])
-        #expect(h.events.events.last?.reason == "unanswered")
+        #expect(h.events.events.last?.reason == .ended(.unanswered))
         let missed = try h.store.transaction { tx in try tx.missedCalls(account: "bob") }
-        #expect(missed.map(\.reason) == ["unanswered"])
+        #expect(missed.map(\.reason) == [.ended(.unanswered)])
         // A late cancel for it changes nothing.
         let late = try await h.decide(h.body(.callCancel(CallCancel(callID: callID, reason: .remoteEnded))))
-        #expect(late.reason == "cancel-for-ended-call")
+        #expect(late.reason == .cancelForEndedCall)
         #expect(await h.reporter.violations == 0)
     }
 

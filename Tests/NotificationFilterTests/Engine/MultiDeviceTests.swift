@@ -37,7 +37,7 @@ struct MultiDeviceTests {
                 self.seal(MultiDeviceUsers.invite(callID), from: self.users.aliceLaptop, to: device.identity)
             )
             #expect(d.decision == .ring)
-            #expect(d.reason == "fresh-invite")
+            #expect(d.reason == .freshInvite)
             #expect(d.senderDevice == "laptop")
             #expect(d.jsonLine().contains("\"sender_device\":\"laptop\""))
             #expect(device.eventKinds == ["ringing"])
@@ -61,16 +61,17 @@ struct MultiDeviceTests {
             clock: self.clock
         )
         let unknown = try await withoutOwn.decide(self.seal(text, from: self.users.bobTablet, to: self.users.bobPhone))
-        #expect(unknown.reason == "unknown-sender")
+        #expect(unknown.reason == .unknownSender)
     }
 
     @Test(
         "answered or declined on the tablet: the phone stops ringing, ended with that reason, no missed call",
         arguments: [
-            (CallCancelReason.answeredElsewhere, "answered-elsewhere"), (.declinedElsewhere, "declined-elsewhere"),
+            (CallCancelReason.answeredElsewhere, FilterReason.answeredElsewhere),
+            (.declinedElsewhere, .declinedElsewhere),
         ]
     )
-    func elsewhereEndsRingingCall(reason: CallCancelReason, expected: String) async throws {
+    func elsewhereEndsRingingCall(reason: CallCancelReason, expected: FilterReason) async throws {
         let phone = try self.bob(self.users.bobPhone)
         let callID = UUID()
         let ring = try await phone.decide(
@@ -85,7 +86,7 @@ struct MultiDeviceTests {
         #expect(cancel.senderDevice == "tablet")
         #expect(cancel.alert == nil)
         #expect(phone.eventKinds == ["ringing", "ended"])
-        #expect(phone.events.events.last?.reason == reason.description)
+        #expect(phone.events.events.last?.reason == .ended(CallEndedReason(reason)))
         #expect(try phone.missedCalls().isEmpty)
         #expect(try phone.callState(callID)?.state == .ended)
         #expect(await phone.reporter.provider.liveCalls.isEmpty)
@@ -93,24 +94,25 @@ struct MultiDeviceTests {
         let late = try await phone.decide(
             self.seal(MultiDeviceUsers.cancel(callID, .remoteEnded), from: self.users.alicePhone, to: phone.identity)
         )
-        #expect(late.reason == "cancel-for-ended-call")
+        #expect(late.reason == .cancelForEndedCall)
         #expect(try phone.missedCalls().isEmpty)
     }
 
     @Test(
         "answered or declined elsewhere BEFORE the invite arrives: the late invite never rings, no missed call",
         arguments: [
-            (CallCancelReason.answeredElsewhere, "answered-elsewhere"), (.declinedElsewhere, "declined-elsewhere"),
+            (CallCancelReason.answeredElsewhere, FilterReason.answeredElsewhere),
+            (.declinedElsewhere, .declinedElsewhere),
         ]
     )
-    func elsewhereBeforeInvite(reason: CallCancelReason, expected: String) async throws {
+    func elsewhereBeforeInvite(reason: CallCancelReason, expected: FilterReason) async throws {
         let tablet = try self.bob(self.users.bobTablet)
         let callID = UUID()
         let early = try await tablet.decide(
             self.seal(MultiDeviceUsers.cancel(callID, reason), from: self.users.bobPhone, to: self.users.bobTablet)
         )
         #expect(early.decision == .silence)
-        #expect(early.reason == "cancel-before-invite")
+        #expect(early.reason == .cancelForUnknownCall)
         let invite = try await tablet.decide(
             self.seal(MultiDeviceUsers.invite(callID), from: self.users.alicePhone, to: self.users.bobTablet)
         )
@@ -125,7 +127,7 @@ struct MultiDeviceTests {
         let retry = try await tablet.decide(
             self.seal(MultiDeviceUsers.invite(callID), from: self.users.alicePhone, to: self.users.bobTablet)
         )
-        #expect(retry.reason == "duplicate-call")
+        #expect(retry.reason == .duplicateCall)
         #expect(tablet.eventKinds.isEmpty)
     }
 
@@ -147,7 +149,7 @@ struct MultiDeviceTests {
             self.seal(MultiDeviceUsers.invite(callID), from: self.users.alicePhone, to: tablet.identity)
         )
         #expect(invite.decision == .missedCall)
-        #expect(invite.reason == "cancelled-before-invite")
+        #expect(invite.reason == .cancelledBeforeInvite)
     }
 
     @Test("an elsewhere cancel from this device itself, a remoteEnded from the other device, or carol: nothing changes")
@@ -167,7 +169,7 @@ struct MultiDeviceTests {
                 self.seal(MultiDeviceUsers.cancel(callID, reason), from: sender, to: phone.identity)
             )
             #expect(d.decision == .silence)
-            #expect(d.reason == "cancel-not-from-caller", "\(sender.userID)/\(sender.deviceID) \(reason)")
+            #expect(d.reason == .cancelNotFromCaller, "\(sender.userID)/\(sender.deviceID) \(reason)")
         }
         #expect(phone.eventKinds == ["ringing"])
         #expect(try phone.callState(callID)?.state == .ringing)
@@ -176,7 +178,7 @@ struct MultiDeviceTests {
         let own = try await phone.decide(
             self.seal(MultiDeviceUsers.cancel(other, .answeredElsewhere), from: self.users.bobPhone, to: phone.identity)
         )
-        #expect(own.reason == "cancel-not-from-caller")
+        #expect(own.reason == .cancelNotFromCaller)
         let invite = try await phone.decide(
             self.seal(MultiDeviceUsers.invite(other), from: self.users.alicePhone, to: phone.identity)
         )
@@ -185,7 +187,7 @@ struct MultiDeviceTests {
         let hangUp = try await phone.decide(
             self.seal(MultiDeviceUsers.cancel(callID, .remoteEnded), from: self.users.aliceLaptop, to: phone.identity)
         )
-        #expect(hangUp.reason == "call-cancelled")
+        #expect(hangUp.reason == .callCancelled)
         #expect(try phone.missedCalls().map(\.callID) == [callID])
     }
 
@@ -207,7 +209,7 @@ struct MultiDeviceTests {
             )
         )
         #expect(d.decision == .silence)
-        #expect(d.reason == "declined-by-callee")
+        #expect(d.reason == .declinedByCallee)
         #expect(d.senderDevice == "tablet")
         #expect(alice.eventKinds == ["remote-declined"])
         let event = try #require(alice.events.events.first)
@@ -223,7 +225,7 @@ struct MultiDeviceTests {
                 to: alice.identity
             )
         )
-        #expect(answered.reason == "cancel-before-invite")
+        #expect(answered.reason == .cancelForUnknownCall)
         // A decline from alice's own laptop is her own user's: not a callee's decline.
         let own = try await alice.decide(
             self.seal(
@@ -232,7 +234,7 @@ struct MultiDeviceTests {
                 to: alice.identity
             )
         )
-        #expect(own.reason == "cancel-before-invite")
+        #expect(own.reason == .cancelForUnknownCall)
         #expect(alice.eventKinds == ["remote-declined"])
     }
 
@@ -268,15 +270,15 @@ struct MultiDeviceTests {
                 to: phone.identity
             )
         )
-        #expect(tabletAnswer.reason == "cancel-for-answered-call")
+        #expect(tabletAnswer.reason == .cancelForAnsweredCall)
         #expect(try phone.callState(callID)?.state == .active)
         // The caller hangs up: ended, not missed.
         let hangUp = try await phone.decide(
             self.seal(MultiDeviceUsers.cancel(callID, .remoteEnded), from: self.users.alicePhone, to: phone.identity)
         )
-        #expect(hangUp.reason == "call-cancelled")
+        #expect(hangUp.reason == .callCancelled)
         #expect(phone.eventKinds == ["ringing", "answered", "ended"])
-        #expect(phone.events.events.last?.reason == "remoteEnded")
+        #expect(phone.events.events.last?.reason == .ended(.remoteEnded))
         #expect(try phone.missedCalls().isEmpty)
         // Answering again: not ringing.
         await #expect(throws: CallActionError(code: .invalidAction, message: "")) {
@@ -296,7 +298,7 @@ struct MultiDeviceTests {
         #expect(outcome.requestLines.allSatisfy { $0.contains("\"reason\":\"declinedElsewhere\"") })
         #expect(outcome.requestLines.map { JSONLinesTo.recipient($0) } == ["bob", "alice"])
         #expect(try phone.callState(callID)?.state == .ended)
-        #expect(try phone.callState(callID)?.endReason == "declined")
+        #expect(try phone.callState(callID)?.endReason == .ended(.declined))
         try await phone.engine.applyCallActions()
         #expect(phone.eventKinds == ["ringing", "declined"])
         self.clock.advance(ms: 120_000)
@@ -304,7 +306,7 @@ struct MultiDeviceTests {
         let hangUp = try await phone.decide(
             self.seal(MultiDeviceUsers.cancel(callID, .remoteEnded), from: self.users.alicePhone, to: phone.identity)
         )
-        #expect(hangUp.reason == "cancel-for-ended-call")
+        #expect(hangUp.reason == .cancelForEndedCall)
         #expect(phone.eventKinds == ["ringing", "declined"])
         #expect(try phone.missedCalls().isEmpty)
         await #expect(throws: CallActionError(code: .invalidAction, message: "")) {
@@ -353,7 +355,7 @@ struct MultiDeviceTests {
                 to: restarted.identity
             )
         )
-        #expect(hangUp.reason == "call-cancelled")
+        #expect(hangUp.reason == .callCancelled)
         #expect(restarted.eventKinds == ["ended"])
         #expect(try restarted.missedCalls().isEmpty)
     }

@@ -17,14 +17,14 @@ struct RefusedCallTests {
         #expect(try await h.decide(h.body(EngineHarness.invite(first))).decision == .ring)
         let d = try await h.decide(h.body(EngineHarness.invite(second)))
         #expect(d.decision == .missedCall)
-        #expect(d.reason == "call-refused-maximum-calls-reached")
+        #expect(d.reason == .callRefusedMaximumCallsReached)
         #expect(d.callID == second)
         #expect(d.handoff == nil)
         #expect(d.alert?.title == "Missed call")
         #expect(d.alert?.body == "Alice Example called you")
         #expect(h.eventKinds() == ["ringing", "missed"])
         #expect(h.events.events.last?.callID == second.uuidString)
-        #expect(h.events.events.last?.reason == "maximumCallsReached")
+        #expect(h.events.events.last?.reason == .refused(.maximumCallsReached))
         #expect(await h.reporter.violations == 0)
         #expect(await h.reporter.reporter.counters.handoffs == 1)
         #expect(await h.reporter.provider.liveCalls.map(\.uuid) == [first])
@@ -33,17 +33,18 @@ struct RefusedCallTests {
             (try tx.callState(account: "bob", callID: second), try tx.missedCalls(account: "bob"))
         }
         #expect(state?.state == .missed)
-        #expect(state?.endReason == "call-refused-maximum-calls-reached")
+        #expect(state?.endReason == .decision(.callRefusedMaximumCallsReached))
+        #expect(state?.endReason?.refusal == .maximumCallsReached)
         #expect(missed.map(\.callID) == [second])
-        #expect(missed.map(\.reason) == ["call-refused-maximum-calls-reached"])
+        #expect(missed.map(\.reason) == [.decision(.callRefusedMaximumCallsReached)])
 
         // The refused call is over: its cancel and a retry of its invite are handled as for an ended call.
         let cancel = try await h.decide(h.body(.callCancel(CallCancel(callID: second, reason: .remoteEnded))))
         #expect(cancel.decision == .silence)
-        #expect(cancel.reason == "cancel-for-ended-call")
+        #expect(cancel.reason == .cancelForEndedCall)
         let retry = try await h.decide(h.body(EngineHarness.invite(second)))
         #expect(retry.decision == .silence)
-        #expect(retry.reason == "duplicate-call")
+        #expect(retry.reason == .duplicateCall)
         #expect(h.eventKinds() == ["ringing", "missed"])
         #expect(await h.reporter.violations == 0)
     }
@@ -54,15 +55,15 @@ struct RefusedCallTests {
         await h.reporter.provider.updateConfiguration(CallProviderConfiguration(doNotDisturb: true))
         let quiet = try await h.decide(h.body(EngineHarness.invite(UUID())))
         #expect(quiet.decision == .missedCall)
-        #expect(quiet.reason == "call-refused-filtered-by-do-not-disturb")
+        #expect(quiet.reason == .callRefusedDoNotDisturb)
         await h.reporter.provider.updateConfiguration(
             CallProviderConfiguration(blockedHandles: [CallHandle(type: .generic, value: "alice")])
         )
         let blocked = try await h.decide(h.body(EngineHarness.invite(UUID())))
         #expect(blocked.decision == .missedCall)
-        #expect(blocked.reason == "call-refused-filtered-by-block-list")
+        #expect(blocked.reason == .callRefusedBlockList)
         #expect(h.eventKinds() == ["missed", "missed"])
-        #expect(h.events.events.map { $0.reason ?? "" } == ["filteredByDoNotDisturb", "filteredByBlockList"])
+        #expect(h.events.events.map(\.reason) == [.refused(.filteredByDoNotDisturb), .refused(.filteredByBlockList)])
         #expect(await h.reporter.reporter.counters.handoffs == 0)
         #expect(try h.store.transaction { tx in try tx.missedCalls(account: "bob") }.count == 2)
     }
@@ -89,9 +90,9 @@ struct RefusedCallTests {
         let outcome = try await h.engine.process(inputs)
         #expect(
             outcome.decisions.map(\.reason) == [
-                "fresh-invite", "fresh-invite", "call-refused-maximum-calls-reached", "text", "call-cancelled",
-                "fresh-invite", "duplicate-call", "call-refused-maximum-calls-reached", "cancel-for-ended-call",
-                "duplicate-call",
+                .freshInvite, .freshInvite, .callRefusedMaximumCallsReached, .text, .callCancelled,
+                .freshInvite, .duplicateCall, .callRefusedMaximumCallsReached, .cancelForEndedCall,
+                .duplicateCall,
             ]
         )
         let rings = outcome.decisions.filter { $0.decision == .ring }
@@ -151,7 +152,7 @@ struct RefusedCallTests {
             let outcome = try await engine.process([
                 PayloadInput(seq: 1, apnsID: nil, body: try h.body(EngineHarness.invite(callID)))
             ])
-            #expect(outcome.decisions.map(\.reason) == ["call-refused-filtered-by-do-not-disturb"])
+            #expect(outcome.decisions.map(\.reason) == [.callRefusedDoNotDisturb])
         }
         #expect(try h.store.transaction { tx in try tx.eventLines(after: 0) }.isEmpty)
         for _ in 0..<2 {  // a restart, then another: the event is recorded once
@@ -170,6 +171,6 @@ struct RefusedCallTests {
         let event = try JSONDecoder().decode(CallEvent.self, from: Data(lines[0].utf8))
         #expect(event.event == .missed)
         #expect(event.callID == callID.uuidString)
-        #expect(event.reason == "filteredByDoNotDisturb")
+        #expect(event.reason == .refused(.filteredByDoNotDisturb))
     }
 }

@@ -451,7 +451,7 @@ struct HostileInputTests {
             guard let d = outcome.decisions.first else { continue }
             #expect(d.seq == Int64(i + 1), "\(c.name)")
             #expect(d.decision == c.decision, "\(c.name): got \(d.decision) \(d.reason)")
-            #expect(d.reason == c.reason, "\(c.name): got \(d.reason)")
+            #expect(d.reason.rawValue == c.reason, "\(c.name): got \(d.reason)")
             if d.decision == .fallback {
                 #expect(d.alert == FilterDecision.fallbackAlert, "\(c.name)")
             }
@@ -727,7 +727,7 @@ extension HostileInputTests {
             #expect(outcome.decisions.count == 1, "\(c.name)")
             guard let d = outcome.decisions.first else { continue }
             #expect(d.decision == c.decision, "\(c.name): got \(d.decision) \(d.reason)")
-            #expect(d.reason == c.reason, "\(c.name): got \(d.reason)")
+            #expect(d.reason.rawValue == c.reason, "\(c.name): got \(d.reason)")
         }
         // What a line carries besides the body: a spool record its seq and apns_id, a request line its apns-id header.
         let record = PayloadInput.parse(line: cases[21].line, defaultSeq: 1)

@@ -56,7 +56,7 @@ struct ContactCardRefusalTests {
             deduplicateBySeq: false
         )
         #expect(outcome.decisions.map(\.decision) == [.alert, .fallback])
-        #expect(outcome.decisions.map(\.reason) == ["text", "unknown-sender"])
+        #expect(outcome.decisions.map(\.reason) == [.text, .unknownSender])
         #expect(outcome.decisions.first?.alert?.body == "from alice")
     }
 

@@ -84,9 +84,9 @@ struct CrashWindowEventTests {
             let invite = PayloadInput.parse(line: Array(records[0].jsonLine().utf8), defaultSeq: 1)
             let cancel = PayloadInput.parse(line: Array(records[1].jsonLine().utf8), defaultSeq: 2)
             let first = try await engine.process([invite], spool: (spoolPath, Int64(bytes[0].count)))
-            #expect(first.decisions.map(\.reason) == ["fresh-invite"])
+            #expect(first.decisions.map(\.reason) == [.freshInvite])
             let second = try await engine.process([cancel], spool: (spoolPath, Int64(bytes[0].count + bytes[1].count)))
-            #expect(second.decisions.map(\.reason) == ["call-cancelled"])
+            #expect(second.decisions.map(\.reason) == [.callCancelled])
         }
         #expect(self.events(eventsPath, callID) == ["ringing"], "the state a kill in that window leaves")
 
@@ -176,7 +176,7 @@ struct CrashWindowEventTests {
             }
             let batch = try await engine.process(inputs, spool: (spoolPath, Int64(bytes.count)))
             #expect(
-                batch.decisions.map(\.reason) == ["fresh-invite", "call-cancelled", "fresh-invite", "call-cancelled"]
+                batch.decisions.map(\.reason) == [.freshInvite, .callCancelled, .freshInvite, .callCancelled]
             )
         }
         #expect(self.events(eventsPath, hungUp).isEmpty, "the state a kill in that window leaves")

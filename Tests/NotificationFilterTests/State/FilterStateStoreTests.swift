@@ -62,7 +62,7 @@ struct FilterStateStoreTests {
                 try tx.setSpoolProgress(path: "/spool", SpoolProgress(byteOffset: 100, lastSeq: 1))
                 try tx.enqueuePending(seq: 1, payload: "p", atMs: 10)
                 try tx.recordEarlyCancel(
-                    EarlyCancelRecord(account: "a", callID: callID, reason: "remoteEnded", atMs: 10)
+                    EarlyCancelRecord(account: "a", callID: callID, reason: .remoteEnded, atMs: 10)
                 )
                 try tx.recordMissedCall(
                     MissedCallRecord(
@@ -71,7 +71,7 @@ struct FilterStateStoreTests {
                         callerHandle: "h",
                         displayName: nil,
                         atMs: 10,
-                        reason: "r"
+                        reason: CallRecordReason(rawValue: "r")
                     )
                 )
                 throw TestFailure()

@@ -106,7 +106,7 @@ struct FilterStateTablesTests {
         }
         #expect(call == CallStateRecord(account: "bob", callID: legacyCall, state: .ringing, updatedAtMs: 100))
         #expect(call?.callerUserID == nil)
-        #expect(cancel == EarlyCancelRecord(account: "bob", callID: legacyCancel, reason: "remoteEnded", atMs: 100))
+        #expect(cancel == EarlyCancelRecord(account: "bob", callID: legacyCancel, reason: .remoteEnded, atMs: 100))
         #expect(legacy == [false, false])
         #expect(fresh == [true, true, false])
         #expect(pruned == 1)  // the migrated row still ages out by its send time
@@ -257,10 +257,22 @@ struct FilterStateTablesTests {
             try tx.setCallState(CallStateRecord(account: "a", callID: ringing, state: .ringing, updatedAtMs: 10))
             try tx.setCallState(CallStateRecord(account: "a", callID: ended, state: .ringing, updatedAtMs: 10))
             try tx.setCallState(
-                CallStateRecord(account: "a", callID: ended, state: .ended, updatedAtMs: 20, endReason: "remoteEnded")
+                CallStateRecord(
+                    account: "a",
+                    callID: ended,
+                    state: .ended,
+                    updatedAtMs: 20,
+                    endReason: .ended(.remoteEnded)
+                )
             )
             try tx.setCallState(
-                CallStateRecord(account: "b", callID: missed, state: .missed, updatedAtMs: 30, endReason: "unanswered")
+                CallStateRecord(
+                    account: "b",
+                    callID: missed,
+                    state: .missed,
+                    updatedAtMs: 30,
+                    endReason: .ended(.unanswered)
+                )
             )
         }
         try store.transaction { tx throws in
@@ -271,7 +283,7 @@ struct FilterStateTablesTests {
                         callID: ended,
                         state: .ended,
                         updatedAtMs: 20,
-                        endReason: "remoteEnded"
+                        endReason: .ended(.remoteEnded)
                     )
             )
             #expect(try tx.callState(account: "b", callID: ended) == nil)
@@ -292,10 +304,10 @@ struct FilterStateTablesTests {
         let stale = UUID()
         try store.transaction { tx throws in
             try tx.recordEarlyCancel(
-                EarlyCancelRecord(account: "a", callID: callID, reason: "remoteEnded", atMs: 50, senderUserID: "alice")
+                EarlyCancelRecord(account: "a", callID: callID, reason: .remoteEnded, atMs: 50, senderUserID: "alice")
             )
             try tx.recordEarlyCancel(
-                EarlyCancelRecord(account: "a", callID: stale, reason: "remoteEnded", atMs: 1, senderUserID: "alice")
+                EarlyCancelRecord(account: "a", callID: stale, reason: .remoteEnded, atMs: 1, senderUserID: "alice")
             )
         }
         try store.transaction { tx throws in
@@ -305,7 +317,7 @@ struct FilterStateTablesTests {
                     == EarlyCancelRecord(
                         account: "a",
                         callID: callID,
-                        reason: "remoteEnded",
+                        reason: .remoteEnded,
                         atMs: 50,
                         senderUserID: "alice"
                     )
@@ -324,16 +336,16 @@ struct FilterStateTablesTests {
         let second = UUID()
         try store.transaction { tx throws in
             try tx.recordEarlyCancel(
-                EarlyCancelRecord(account: "a", callID: first, reason: "remoteEnded", atMs: 5, senderUserID: "carol")
+                EarlyCancelRecord(account: "a", callID: first, reason: .remoteEnded, atMs: 5, senderUserID: "carol")
             )
             try tx.recordEarlyCancel(
-                EarlyCancelRecord(account: "a", callID: second, reason: "remoteEnded", atMs: 6, senderUserID: "carol")
+                EarlyCancelRecord(account: "a", callID: second, reason: .remoteEnded, atMs: 6, senderUserID: "carol")
             )
             try tx.recordEarlyCancel(
                 EarlyCancelRecord(
                     account: "a",
                     callID: second,
-                    reason: "answeredElsewhere",
+                    reason: .answeredElsewhere,
                     atMs: 7,
                     senderUserID: "alice"
                 )
@@ -354,7 +366,7 @@ struct FilterStateTablesTests {
                 == EarlyCancelRecord(
                     account: "a",
                     callID: second,
-                    reason: "answeredElsewhere",
+                    reason: .answeredElsewhere,
                     atMs: 7,
                     senderUserID: "alice"
                 )
@@ -373,7 +385,13 @@ struct FilterStateTablesTests {
             )
             let ringing = try tx.callState(account: "a", callID: callID)
             try tx.setCallState(
-                CallStateRecord(account: "a", callID: callID, state: .ended, updatedAtMs: 2, endReason: "remoteEnded")
+                CallStateRecord(
+                    account: "a",
+                    callID: callID,
+                    state: .ended,
+                    updatedAtMs: 2,
+                    endReason: .ended(.remoteEnded)
+                )
             )
             return (ringing, try tx.callState(account: "a", callID: callID))
         }
@@ -392,7 +410,7 @@ struct FilterStateTablesTests {
             callerHandle: "+15551234",
             displayName: "Ann",
             atMs: 10,
-            reason: "unanswered"
+            reason: .ended(.unanswered)
         )
         let second = MissedCallRecord(
             account: "b",
@@ -400,7 +418,7 @@ struct FilterStateTablesTests {
             callerHandle: nil,
             displayName: nil,
             atMs: 20,
-            reason: "remoteEnded"
+            reason: .ended(.remoteEnded)
         )
         try store.transaction { tx throws in
             #expect(try tx.recordMissedCall(second))
