@@ -161,6 +161,18 @@ struct RelayStoreContractTests {
         try await store.replaceDeliveryTokens(userID: "u", hashes: [[8]], nowMs: 6)
         #expect(try await store.isDeliveryToken([9], of: "u") == false)
 
+        // A submit's one read: the list, the token and the devices together.
+        let context = try await store.submitContext(userID: "u", tokenHash: [8])
+        #expect(context.hasList && context.tokenIsValid)
+        #expect(context.devices.map(\.deviceID) == ["a", "b", "c"])
+        #expect(context.devices.map(\.pushState) == [.active, .active, .none])
+        #expect(try await store.submitContext(userID: "u", tokenHash: [9]).tokenIsValid == false)
+        #expect(try await store.submitContext(userID: "u", tokenHash: nil).tokenIsValid == false)
+        #expect(
+            try await store.submitContext(userID: "v", tokenHash: [8])
+                == SubmitContext(hasList: false, tokenIsValid: false, devices: [])
+        )
+
         // Enqueue: once per key; same key + other pushes refused.
         let submit = NewSubmit(
             userID: "u",

@@ -307,10 +307,13 @@ public final class RelayService: Sendable {
             digest.update(data: Array(push.deviceID.utf8) + [0] + bytes)
         }
 
-        guard try await self.store.list(userID: userID) != nil else {
+        // One read for everything the checks below need; the refusals keep their order.
+        let token = Self.parseToken(authorization)
+        let context = try await self.store.submitContext(userID: userID, tokenHash: try? token?.get().sha256)
+        guard context.hasList else {
             throw RelayError(.unknownUser, "no device list is published for user \"\(userID)\"")
         }
-        let tokenHash = try await self.checkToken(authorization, userID: userID)
+        let tokenHash = try Self.checkToken(token, valid: context.tokenIsValid)
         let cost = Double(request.pushes.count)
         let now = self.now()
         let recipientWait = self.recipientLimiter.wait(for: userID, cost: cost, nowMs: now)
@@ -325,7 +328,7 @@ public final class RelayService: Sendable {
             )
         }
 
-        let devices = try await self.store.devices(userID: userID)
+        let devices = context.devices
         for push in request.pushes {
             guard let device = devices.first(where: { $0.deviceID == push.deviceID }) else {
                 throw RelayError(
@@ -370,25 +373,38 @@ public final class RelayService: Sendable {
         return RelayAPI.SubmitResponse(pushes: outcome.pushes, duplicate: outcome.duplicate)
     }
 
-    private func checkToken(_ authorization: String?, userID: String) async throws(RelayError) -> [UInt8] {
-        guard let authorization, !authorization.isEmpty else {
+    /// The delivery token of an `Authorization` header: nil when there is none, a failure when it is malformed.
+    private static func parseToken(_ authorization: String?) -> Result<DeliveryToken, RelayError>? {
+        guard let authorization, !authorization.isEmpty else { return nil }
+        let parts = authorization.split(separator: " ", omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer", let token = DeliveryToken(hex: String(parts[1]))
+        else {
+            return .failure(
+                RelayError(.badDeliveryToken, "the Authorization header must be 'Bearer <64 hex digits>'")
+            )
+        }
+        return .success(token)
+    }
+
+    /// The token's hash once it is present, well formed and one of the user's (`valid`, read from the store).
+    private static func checkToken(
+        _ token: Result<DeliveryToken, RelayError>?,
+        valid: Bool
+    ) throws(RelayError) -> [UInt8] {
+        guard let token else {
             throw RelayError(
                 .missingDeliveryToken,
                 "send the recipient's delivery token as 'Authorization: Bearer <64 hex>' (the recipient gives it to its contacts)"
             )
         }
-        let parts = authorization.split(separator: " ", omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer", let token = DeliveryToken(hex: String(parts[1]))
-        else {
-            throw RelayError(.badDeliveryToken, "the Authorization header must be 'Bearer <64 hex digits>'")
-        }
-        guard try await self.store.isDeliveryToken(token.sha256, of: userID) else {
+        let hash = try token.get().sha256
+        guard valid else {
             throw RelayError(
                 .badDeliveryToken,
                 "this delivery token is not valid for this user (rotated or never issued): ask the contact for its current token"
             )
         }
-        return token.sha256
+        return hash
     }
 
     // MARK: input helpers

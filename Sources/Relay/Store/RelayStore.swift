@@ -40,6 +40,10 @@ public protocol RelayStore: Sendable {
     /// Whether `hash` is a delivery token hash of `userID`.
     func isDeliveryToken(_ hash: [UInt8], of userID: String) async throws(RelayError) -> Bool
 
+    /// What a submit is checked against, in one read (one round trip to the queue or the database): whether the
+    /// user has a stored list, whether `tokenHash` is one of the user's delivery token hashes, and the user's devices.
+    func submitContext(userID: String, tokenHash: [UInt8]?) async throws(RelayError) -> SubmitContext
+
     /// Enqueues one submit in one transaction, or answers the earlier outcome of the same idempotency key.
     ///
     /// - Throws: `idempotency-key-reused` when the key was used with other pushes.
@@ -113,6 +117,21 @@ public struct NewSubmit: Sendable {
     public var requestDigest: [UInt8]
     /// (device id, new push id, APNs body) in request order.
     public var pushes: [(deviceID: String, pushID: String, body: [UInt8])]
+}
+
+/// What ``RelayStore/submitContext(userID:tokenHash:)`` read.
+public struct SubmitContext: Sendable, Hashable {
+    public var hasList: Bool
+    /// false when no token hash was given.
+    public var tokenIsValid: Bool
+    /// The user's devices in list order (empty without a list).
+    public var devices: [StoredDevice]
+
+    public init(hasList: Bool, tokenIsValid: Bool, devices: [StoredDevice]) {
+        self.hasList = hasList
+        self.tokenIsValid = tokenIsValid
+        self.devices = devices
+    }
 }
 
 /// What ``RelayStore/enqueue(_:nowMs:)`` did.

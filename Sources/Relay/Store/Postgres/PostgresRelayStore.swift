@@ -397,6 +397,32 @@ public final class PostgresRelayStore: RelayStore {
         return devices
     }
 
+    public func submitContext(userID: String, tokenHash: [UInt8]?) async throws(RelayError) -> SubmitContext {
+        let logger = self.logger
+        return try await self.read("submit-context") { connection in
+            // One query for the list and the token; the devices only when there is a list.
+            let hash = ByteBuffer(bytes: tokenHash ?? [])
+            let rows = try await connection.query(
+                """
+                SELECT EXISTS (SELECT 1 FROM lists WHERE user_id = \(userID)),
+                  EXISTS (SELECT 1 FROM delivery_tokens WHERE token_sha256 = \(hash) AND user_id = \(userID))
+                """,
+                logger: logger
+            )
+            var hasList = false
+            var tokenIsValid = false
+            for try await (list, token) in rows.decode((Bool, Bool).self) {
+                hasList = list
+                tokenIsValid = token && tokenHash != nil
+            }
+            return SubmitContext(
+                hasList: hasList,
+                tokenIsValid: tokenIsValid,
+                devices: hasList ? try await Self.devices(connection, userID, logger) : []
+            )
+        }
+    }
+
     public func consumeNonce(_ nonce: [UInt8], expiresAtMs: Int64, nowMs: Int64) async throws(RelayError) -> Bool {
         let logger = self.logger
         return try await self.transaction("nonce") { connection in
@@ -541,6 +567,7 @@ public final class PostgresRelayStore: RelayStore {
     {
         let logger = self.logger
         return try await self.transaction("lease") { connection in
+            // One round trip: lease the due rows and join each with its device's active address.
             let rows = try await connection.query(
                 """
                 WITH due AS (
@@ -548,48 +575,44 @@ public final class PostgresRelayStore: RelayStore {
                   WHERE (state = 'queued' AND next_attempt_at_ms <= \(nowMs))
                      OR (state = 'leased' AND lease_expires_at_ms <= \(nowMs))
                   ORDER BY seq LIMIT \(Int64(limit))
-                  FOR UPDATE SKIP LOCKED)
-                UPDATE pushes p SET state = 'leased', lease_owner = \(owner),
-                  lease_expires_at_ms = \(nowMs + leaseMs), attempts = p.attempts + 1
-                FROM due WHERE p.seq = due.seq
-                RETURNING p.push_id, p.user_id, p.device_id, p.body, p.attempts, p.enqueued_at_ms, p.seq
+                  FOR UPDATE SKIP LOCKED),
+                leased AS (
+                  UPDATE pushes p SET state = 'leased', lease_owner = \(owner),
+                    lease_expires_at_ms = \(nowMs + leaseMs), attempts = p.attempts + 1
+                  FROM due WHERE p.seq = due.seq
+                  RETURNING p.push_id, p.user_id, p.device_id, p.body, p.attempts, p.enqueued_at_ms, p.seq)
+                SELECT l.push_id, l.user_id, l.device_id, l.body, l.attempts, l.enqueued_at_ms,
+                  d.device_token, d.topic, d.environment
+                FROM leased l LEFT JOIN devices d
+                  ON d.user_id = l.user_id AND d.device_id = l.device_id AND d.device_token IS NOT NULL
+                    AND d.unregistered_at_ms IS NULL
+                ORDER BY l.seq
                 """,
                 logger: logger
             )
-            var leased: [(LeasedPush, Int64)] = []
-            for try await (pushID, userID, deviceID, body, attempts, enqueued, seq) in rows.decode(
-                (String, String, String, ByteBuffer?, Int64, Int64, Int64).self
-            ) {
+            var leased: [LeasedPush] = []
+            for try await (pushID, userID, deviceID, body, attempts, enqueued, token, topic, environment)
+                in rows.decode(
+                    (String, String, String, ByteBuffer?, Int64, Int64, String?, String?, String?).self
+                )
+            {
+                var address: PushAddress?
+                if let token, let topic, let environment {
+                    address = PushAddress(deviceToken: token, topic: topic, environment: environment)
+                }
                 leased.append(
-                    (
-                        LeasedPush(
-                            pushID: pushID,
-                            userID: userID,
-                            deviceID: deviceID,
-                            body: Self.bytes(body),
-                            attempts: Int(attempts),
-                            enqueuedAtMs: enqueued,
-                            address: nil
-                        ), seq
+                    LeasedPush(
+                        pushID: pushID,
+                        userID: userID,
+                        deviceID: deviceID,
+                        body: Self.bytes(body),
+                        attempts: Int(attempts),
+                        enqueuedAtMs: enqueued,
+                        address: address
                     )
                 )
             }
-            var result: [LeasedPush] = []
-            for (var push, _) in leased.sorted(by: { $0.1 < $1.1 }) {
-                let rows = try await connection.query(
-                    """
-                    SELECT device_token, topic, environment FROM devices
-                    WHERE user_id = \(push.userID) AND device_id = \(push.deviceID) AND device_token IS NOT NULL
-                      AND unregistered_at_ms IS NULL
-                    """,
-                    logger: logger
-                )
-                for try await (token, topic, environment) in rows.decode((String, String, String).self) {
-                    push.address = PushAddress(deviceToken: token, topic: topic, environment: environment)
-                }
-                result.append(push)
-            }
-            return result
+            return leased
         }
     }
 
@@ -602,63 +625,105 @@ public final class PostgresRelayStore: RelayStore {
     {
         let logger = self.logger
         return try await self.transaction("complete") { connection in
-            var results: [CompletionResult] = []
-            for completion in completions {
-                results.append(
-                    try await Self.completeOne(connection, completion.pushID, completion.outcome, nowMs, logger)
-                )
-            }
-            return results
+            try await Self.complete(connection, completions, nowMs, logger)
         }
     }
 
-    private static func completeOne(
+    /// Records a batch in three round trips, whatever its size: lock the rows, update the pushes still queued or
+    /// leased, count a completion on the others (delivered twice); then mark dead addresses (410s, rare).
+    private static func complete(
         _ connection: PostgresConnection,
-        _ pushID: String,
-        _ outcome: PushOutcome,
+        _ completions: [Completion],
         _ nowMs: Int64,
         _ logger: Logger
-    ) async throws -> CompletionResult {
-        let row = StorePolicy.row(for: outcome)
+    ) async throws -> [CompletionResult] {
+        let ids = completions.map(\.pushID)
+        // Locked in push id order, as every completing instance does, so two batches never wait on each other.
         let rows = try await connection.query(
-            "SELECT state, user_id, device_id FROM pushes WHERE push_id = \(pushID) FOR UPDATE",
-            logger: logger
-        )
-        var found: (String, String, String)?
-        for try await value in rows.decode((String, String, String).self) { found = value }
-        guard let (state, userID, deviceID) = found else { return .alreadyCompleted }
-        if state != PushState.queued.rawValue && state != PushState.leased.rawValue {
-            try await connection.query(
-                "UPDATE pushes SET completions = completions + 1 WHERE push_id = \(pushID)",
-                logger: logger
-            )
-            return .alreadyCompleted
-        }
-        let final: Int64 = row.final ? 1 : 0
-        try await connection.query(
             """
-            UPDATE pushes SET state = \(row.state.rawValue),
-              next_attempt_at_ms = COALESCE(\(row.retryAtMs), next_attempt_at_ms),
-              apns_status = \(row.status.map(Int64.init)), apns_reason = \(row.reason),
-              lease_owner = NULL, lease_expires_at_ms = NULL,
-              completed_at_ms = CASE WHEN \(final) = 1 THEN \(nowMs) ELSE NULL END,
-              completions = completions + \(final),
-              body = CASE WHEN \(final) = 1 THEN NULL ELSE body END
-            WHERE push_id = \(pushID)
+            SELECT push_id, state, user_id, device_id FROM pushes WHERE push_id = ANY(\(ids))
+            ORDER BY push_id FOR UPDATE
             """,
             logger: logger
         )
-        if case .unregistered(let atMs, let token) = outcome {
+        var found: [String: (state: String, userID: String, deviceID: String)] = [:]
+        for try await (pushID, state, userID, deviceID) in rows.decode((String, String, String, String).self) {
+            found[pushID] = (state, userID, deviceID)
+        }
+        var results: [CompletionResult] = []
+        var twice: [String] = []
+        var update = (
+            ids: [String](), states: [String](), retryAt: [Int64](), hasRetry: [Int64](), status: [Int64](),
+            hasStatus: [Int64](), reason: [String](), hasReason: [Int64](), final: [Int64]()
+        )
+        var deadAddresses: [(userID: String, deviceID: String, token: String, atMs: Int64)] = []
+        var recorded = Set<String>()
+        for completion in completions {
+            guard let row = found[completion.pushID] else {
+                results.append(.alreadyCompleted)
+                continue
+            }
+            let open = row.state == PushState.queued.rawValue || row.state == PushState.leased.rawValue
+            guard open, recorded.insert(completion.pushID).inserted else {
+                twice.append(completion.pushID)
+                results.append(.alreadyCompleted)
+                continue
+            }
+            let values = StorePolicy.row(for: completion.outcome)
+            update.ids.append(completion.pushID)
+            update.states.append(values.state.rawValue)
+            update.retryAt.append(values.retryAtMs ?? 0)
+            update.hasRetry.append(values.retryAtMs == nil ? 0 : 1)
+            update.status.append(Int64(values.status ?? 0))
+            update.hasStatus.append(values.status == nil ? 0 : 1)
+            update.reason.append(values.reason ?? "")
+            update.hasReason.append(values.reason == nil ? 0 : 1)
+            update.final.append(values.final ? 1 : 0)
+            if case .unregistered(let atMs, let token) = completion.outcome {
+                deadAddresses.append((row.userID, row.deviceID, token, atMs))
+            }
+            results.append(.recorded)
+        }
+        if !update.ids.isEmpty {
             try await connection.query(
                 """
-                UPDATE devices SET unregistered_at_ms = \(atMs)
-                WHERE user_id = \(userID) AND device_id = \(deviceID) AND device_token = \(token)
+                UPDATE pushes p SET state = i.state,
+                  next_attempt_at_ms = CASE WHEN i.has_retry = 1 THEN i.retry_at ELSE p.next_attempt_at_ms END,
+                  apns_status = CASE WHEN i.has_status = 1 THEN i.status ELSE NULL END,
+                  apns_reason = CASE WHEN i.has_reason = 1 THEN i.reason ELSE NULL END,
+                  lease_owner = NULL, lease_expires_at_ms = NULL,
+                  completed_at_ms = CASE WHEN i.final = 1 THEN \(nowMs) ELSE NULL END,
+                  completions = p.completions + i.final,
+                  body = CASE WHEN i.final = 1 THEN NULL ELSE p.body END
+                FROM unnest(\(update.ids)::text[], \(update.states)::text[], \(update.retryAt)::int8[],
+                  \(update.hasRetry)::int8[], \(update.status)::int8[], \(update.hasStatus)::int8[],
+                  \(update.reason)::text[], \(update.hasReason)::int8[], \(update.final)::int8[])
+                  AS i(push_id, state, retry_at, has_retry, status, has_status, reason, has_reason, final)
+                WHERE p.push_id = i.push_id
+                """,
+                logger: logger
+            )
+        }
+        if !twice.isEmpty {
+            // A push id twice in one batch counts twice, as two completions would.
+            for pushID in twice {
+                try await connection.query(
+                    "UPDATE pushes SET completions = completions + 1 WHERE push_id = \(pushID)",
+                    logger: logger
+                )
+            }
+        }
+        for dead in deadAddresses {
+            try await connection.query(
+                """
+                UPDATE devices SET unregistered_at_ms = \(dead.atMs)
+                WHERE user_id = \(dead.userID) AND device_id = \(dead.deviceID) AND device_token = \(dead.token)
                   AND unregistered_at_ms IS NULL
                 """,
                 logger: logger
             )
         }
-        return .recorded
+        return results
     }
 
     public func counts() async throws(RelayError) -> [PushState: Int] {

@@ -286,6 +286,21 @@ public final class SQLiteRelayStore: RelayStore {
         }
     }
 
+    public func submitContext(userID: String, tokenHash: [UInt8]?) async throws(RelayError) -> SubmitContext {
+        try await self.withConnection { db throws(RelayError) in
+            let hasList = try Self.list(db, userID) != nil
+            var tokenIsValid = false
+            if let tokenHash {
+                tokenIsValid = try Self.isDeliveryToken(db, tokenHash, of: userID)
+            }
+            return SubmitContext(
+                hasList: hasList,
+                tokenIsValid: tokenIsValid,
+                devices: hasList ? try Self.devices(db, userID) : []
+            )
+        }
+    }
+
     public func consumeNonce(_ nonce: [UInt8], expiresAtMs: Int64, nowMs: Int64) async throws(RelayError) -> Bool {
         try await self.withConnection { db throws(RelayError) in
             try db.transaction { () throws(RelayError) -> Bool in
@@ -362,14 +377,20 @@ public final class SQLiteRelayStore: RelayStore {
     }
 
     public func isDeliveryToken(_ hash: [UInt8], of userID: String) async throws(RelayError) -> Bool {
-        try await self.withConnection { db throws(RelayError) in
-            try db.withStatement(
-                "SELECT 1 FROM delivery_tokens WHERE token_sha256 = ?1 AND user_id = ?2"
-            ) { s throws(RelayError) -> Bool in
-                try s.bind(hash, at: 1)
-                try s.bind(userID, at: 2)
-                return try s.step()
-            }
+        try await self.withConnection { db throws(RelayError) in try Self.isDeliveryToken(db, hash, of: userID) }
+    }
+
+    private static func isDeliveryToken(
+        _ db: SQLiteConnection,
+        _ hash: [UInt8],
+        of userID: String
+    ) throws(RelayError) -> Bool {
+        try db.withStatement(
+            "SELECT 1 FROM delivery_tokens WHERE token_sha256 = ?1 AND user_id = ?2"
+        ) { s throws(RelayError) -> Bool in
+            try s.bind(hash, at: 1)
+            try s.bind(userID, at: 2)
+            return try s.step()
         }
     }
 
