@@ -348,6 +348,34 @@ struct RelayBench {
         latencies.sort()
         let seconds = Double(lastDeliveredMs - firstSubmitMs) / 1000
         let metrics = (try? await clients[0].metricsText()) ?? ""
+
+        // The HTTPS floor: the same submits (same bodies, same concurrency) to a user id one byte too long, which the
+        // relay refuses (400 bad-user-id) after reading the body and before any decoding or storage. What the relay
+        // spends on these is the request alone: TLS, HTTP/2, Hummingbird, the body, an answer.
+        let floorCPUBefore = relays.map { cpuSeconds($0.processIdentifier) }
+        let refusedUser = String(repeating: "x", count: 65)
+        let refused: Int = try await withThrowingTaskGroup(of: Int.self) { group in
+            let perTask = (options.pushes + options.concurrency - 1) / options.concurrency
+            for task in 0..<options.concurrency {
+                let range = (task * perTask)..<min(options.pushes, (task + 1) * perTask)
+                guard !range.isEmpty else { continue }
+                let client = clients[task % clients.count]
+                let mine = Array(envelopes[range])
+                group.addTask {
+                    var count = 0
+                    for envelope in mine {
+                        let code = await Self.refusal(client, refusedUser, deviceID, envelope, token)
+                        if code == .badUserID { count += 1 }
+                    }
+                    return count
+                }
+            }
+            var all = 0
+            for try await count in group { all += count }
+            return all
+        }
+        guard refused == options.pushes else { Options.fail("\(refused) of \(options.pushes) floor submits refused") }
+        let floorCPU = zip(relays, floorCPUBefore).map { cpuSeconds($0.processIdentifier) - $1 }.reduce(0, +)
         for client in clients { await client.shutdown() }
         for relay in relays {
             relay.terminate()
@@ -400,6 +428,15 @@ struct RelayBench {
         )
         print(
             String(
+                format: "  HTTPS floor: relay %.0f µs per submit refused before decoding (TLS, HTTP/2, Hummingbird, "
+                    + "body, 400): %.2f× deliver; the relay's own work above it: %.0f µs/push",
+                floorCPU / Double(options.pushes) * 1e6,
+                floorCPU / Double(options.pushes) * 1e6 / deliverPerPush,
+                relayPerPush - floorCPU / Double(options.pushes) * 1e6
+            )
+        )
+        print(
+            String(
                 format: "  also: gateway %.0f µs/push, this load generator %.0f µs/push (same 2 cores)",
                 gatewayCPU / Double(options.pushes) * 1e6,
                 selfCPU / Double(options.pushes) * 1e6
@@ -407,6 +444,22 @@ struct RelayBench {
         )
         let duplicates = metrics.split(separator: "\n").first { $0.hasPrefix("relay_duplicate_deliveries_total") }
         if let duplicates { print("  \(duplicates) (instance 0's count)") }
+    }
+
+    /// The code a submit was refused with (nil when it was accepted).
+    static func refusal(
+        _ client: RelayClient,
+        _ userID: String,
+        _ deviceID: String,
+        _ envelope: Envelope,
+        _ token: DeliveryToken
+    ) async -> RelayError.Code? {
+        do {
+            _ = try await client.submit(userID: userID, pushes: [(deviceID, envelope)], token: token)
+            return nil
+        } catch {
+            return error.code
+        }
     }
 
     /// Runs a process to completion and returns its CPU seconds (bash's `times` for the child).
