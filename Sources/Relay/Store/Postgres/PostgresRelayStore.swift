@@ -501,44 +501,52 @@ public final class PostgresRelayStore: RelayStore {
         let accepted = StorePolicy.accepted(submit)
         let response = StorePolicy.encode(accepted.pushes)
         let pushes = submit.pushes.map { Push(deviceID: $0.deviceID, pushID: $0.pushID, body: $0.body) }
-        let earlier = try await self.transaction("enqueue") { connection -> Earlier? in
-            // The key first: a concurrent submit with the same key waits here, then finds the committed row.
+        let ids = pushes.map(\.pushID)
+        let devices = pushes.map(\.deviceID)
+        let bodies = pushes.map { ByteBuffer(bytes: $0.body) }
+        let earlier = try await self.read("enqueue") { connection -> Earlier? in
+            // One statement, so one transaction and one round trip: claim the key, and insert the pushes only if
+            // the key was claimed. A concurrent submit with the same key waits on the key's row, then claims nothing.
             let claimed = try await connection.query(
                 """
-                INSERT INTO submissions (user_id, idempotency_key, request_sha256, response, created_at_ms)
-                VALUES (\(submit.userID), \(submit.idempotencyKey), \(ByteBuffer(bytes: submit.requestDigest)),
-                  \(response), \(nowMs))
-                ON CONFLICT DO NOTHING RETURNING created_at_ms
+                WITH claimed AS (
+                  INSERT INTO submissions (user_id, idempotency_key, request_sha256, response, created_at_ms)
+                  VALUES (\(submit.userID), \(submit.idempotencyKey), \(ByteBuffer(bytes: submit.requestDigest)),
+                    \(response), \(nowMs))
+                  ON CONFLICT DO NOTHING RETURNING created_at_ms),
+                inserted AS (
+                  INSERT INTO pushes (push_id, user_id, device_id, body, state, attempts, next_attempt_at_ms,
+                    enqueued_at_ms, completions)
+                  SELECT i.push_id, \(submit.userID), i.device_id, i.body, 'queued', 0, \(nowMs), \(nowMs), 0
+                  FROM unnest(\(ids)::text[], \(devices)::text[], \(bodies)::bytea[]) WITH ORDINALITY
+                    AS i(push_id, device_id, body, position)
+                  WHERE EXISTS (SELECT 1 FROM claimed)
+                  ORDER BY i.position
+                  RETURNING 1)
+                SELECT (SELECT count(*) FROM claimed), (SELECT count(*) FROM inserted)
                 """,
                 logger: logger
             )
-            var inserted = false
-            for try await _ in claimed.decode(Int64.self) { inserted = true }
-            if !inserted {
-                let rows = try await connection.query(
-                    """
-                    SELECT request_sha256, response FROM submissions
-                    WHERE user_id = \(submit.userID) AND idempotency_key = \(submit.idempotencyKey)
-                    """,
-                    logger: logger
-                )
-                for try await (digest, response) in rows.decode((ByteBuffer, String).self) {
-                    return Earlier(digest: Self.bytes(digest), response: response)
+            var inserted: (Int64, Int64) = (0, 0)
+            for try await counts in claimed.decode((Int64, Int64).self) { inserted = counts }
+            if inserted.0 == 1 {
+                guard inserted.1 == Int64(pushes.count) else {
+                    throw RelayError(.internalError, "enqueued \(inserted.1) of \(pushes.count) pushes")
                 }
-                throw RelayError(.storageUnavailable, "an idempotency record vanished during the submit: retry")
+                return nil
             }
-            for push in pushes {
-                try await connection.query(
-                    """
-                    INSERT INTO pushes (push_id, user_id, device_id, body, state, attempts, next_attempt_at_ms,
-                      enqueued_at_ms, completions)
-                    VALUES (\(push.pushID), \(submit.userID), \(push.deviceID), \(ByteBuffer(bytes: push.body)),
-                      'queued', 0, \(nowMs), \(nowMs), 0)
-                    """,
-                    logger: logger
-                )
+            // The key was used before (committed, since the insert waited for it): its answer.
+            let rows = try await connection.query(
+                """
+                SELECT request_sha256, response FROM submissions
+                WHERE user_id = \(submit.userID) AND idempotency_key = \(submit.idempotencyKey)
+                """,
+                logger: logger
+            )
+            for try await (digest, response) in rows.decode((ByteBuffer, String).self) {
+                return Earlier(digest: Self.bytes(digest), response: response)
             }
-            return nil
+            throw RelayError(.storageUnavailable, "an idempotency record vanished during the submit: retry")
         }
         if let earlier {
             return try StorePolicy.replay(earlier.digest, earlier.response, for: submit)
