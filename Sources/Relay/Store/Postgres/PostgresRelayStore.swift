@@ -400,26 +400,41 @@ public final class PostgresRelayStore: RelayStore {
     public func submitContext(userID: String, tokenHash: [UInt8]?) async throws(RelayError) -> SubmitContext {
         let logger = self.logger
         return try await self.read("submit-context") { connection in
-            // One query for the list and the token; the devices only when there is a list.
+            // One round trip: the two checks, joined with the user's devices (one row of NULLs when there are none).
             let hash = ByteBuffer(bytes: tokenHash ?? [])
             let rows = try await connection.query(
                 """
-                SELECT EXISTS (SELECT 1 FROM lists WHERE user_id = \(userID)),
+                SELECT c.has_list, c.token_valid, d.device_id, d.signing_key, d.device_token, d.topic, d.environment,
+                  d.unregistered_at_ms
+                FROM (SELECT EXISTS (SELECT 1 FROM lists WHERE user_id = \(userID)) AS has_list,
                   EXISTS (SELECT 1 FROM delivery_tokens WHERE token_sha256 = \(hash) AND user_id = \(userID))
+                    AS token_valid) c
+                LEFT JOIN devices d ON d.user_id = \(userID)
+                ORDER BY d.position
                 """,
                 logger: logger
             )
-            var hasList = false
-            var tokenIsValid = false
-            for try await (list, token) in rows.decode((Bool, Bool).self) {
-                hasList = list
-                tokenIsValid = token && tokenHash != nil
+            var context = SubmitContext(hasList: false, tokenIsValid: false, devices: [])
+            for try await (hasList, tokenValid, deviceID, key, token, topic, environment, unregistered) in rows.decode(
+                (Bool, Bool, String?, ByteBuffer?, String?, String?, String?, Int64?).self
+            ) {
+                context.hasList = hasList
+                context.tokenIsValid = tokenValid && tokenHash != nil
+                guard hasList, let deviceID, let key else { continue }
+                var address: PushAddress?
+                if let token, let topic, let environment {
+                    address = PushAddress(deviceToken: token, topic: topic, environment: environment)
+                }
+                context.devices.append(
+                    StoredDevice(
+                        deviceID: deviceID,
+                        signingKey: Self.bytes(key),
+                        address: address,
+                        unregisteredAtMs: unregistered
+                    )
+                )
             }
-            return SubmitContext(
-                hasList: hasList,
-                tokenIsValid: tokenIsValid,
-                devices: hasList ? try await Self.devices(connection, userID, logger) : []
-            )
+            return context
         }
     }
 
