@@ -238,6 +238,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "PushTransportTests",
+            dependencies: ["E2EECore", "PushTransport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "E2EECoreTests",
             dependencies: [
                 "PushTransport",
