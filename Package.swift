@@ -245,8 +245,8 @@ let package = Package(
         .testTarget(
             name: "E2EECoreTests",
             dependencies: [
-                "PushTransport",
                 "E2EECore",
+                "PushTransport",
                 "E2EETestVectors",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -272,11 +272,11 @@ let package = Package(
         .testTarget(
             name: "SenderTests",
             dependencies: [
-                "PushTransport",
                 "Locking",
                 "TestSupport",
                 "Sender",
                 "E2EECore",
+                "PushTransport",
                 "APNsGateway",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -292,13 +292,13 @@ let package = Package(
         .testTarget(
             name: "RelayTests",
             dependencies: [
-                "PushTransport",
                 "TestSupport",
                 "Locking",
                 "Relay",
                 "RelayClient",
                 "Sender",
                 "E2EECore",
+                "PushTransport",
                 "APNsGateway",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -315,11 +315,11 @@ let package = Package(
         .testTarget(
             name: "NotificationFilterTests",
             dependencies: [
-                "PushTransport",
                 "Locking",
                 "TestSupport",
                 "NotificationFilter",
                 "E2EECore",
+                "PushTransport",
                 "Sender",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

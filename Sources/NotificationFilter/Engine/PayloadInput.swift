@@ -130,6 +130,7 @@ private struct LineShape: Decodable {
     var badBodyType = false
 
     enum CodingKeys: String, CodingKey {
+        // `e2ee` is the APNs body's envelope key (`APNsAlertTransport.payloadKey`): a line with it is a bare body.
         case seq, headers, body, e2ee
         case receivedAtMs = "received_at_ms"
         case apnsID = "apns_id"
