@@ -6,7 +6,9 @@
 //   CSodium            system library: libsodium through pkg-config (the only C dependency of E2EECore)
 //   Locking            a pthread-mutex lock that ThreadSanitizer models (used instead of Synchronization.Mutex)
 //   E2EECore           HPKE (RFC 9180) + Ed25519 on libsodium, wire format, padding, keys
-//   Sender             building uniform APNs requests, the APNs HTTP/2 provider, token auth
+//   PushTransport      how a push service carries an envelope: APNsAlertTransport (the APNs JSON body, 4,096-byte
+//                      limit), shared by senders, the relay and the device side (no HTTP/TLS stack)
+//   Sender             building uniform APNs requests, the APNs HTTP/2 provider, token auth (re-exports PushTransport)
 //   APNsGateway        a local APNs-compatible HTTP/2 + TLS server (tests, demo)
 //   NotificationFilter the device side: decisions, call reporter, durable state (no HTTP/TLS stack)
 //   RelayClient        the relay's API as a client sees it (JSON bodies, errors, signed requests, delivery tokens)
@@ -30,6 +32,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "E2EECore", targets: ["E2EECore"]),
+        .library(name: "PushTransport", targets: ["PushTransport"]),
         .library(name: "Sender", targets: ["Sender"]),
         .library(name: "NotificationFilter", targets: ["NotificationFilter"]),
         .library(name: "APNsGateway", targets: ["APNsGateway"]),
@@ -81,14 +84,20 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
-            name: "E2EETestVectors",
+            name: "PushTransport",
             dependencies: ["E2EECore"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "E2EETestVectors",
+            dependencies: ["E2EECore", "PushTransport"],
             swiftSettings: strictSettings
         ),
         .target(
             name: "Sender",
             dependencies: [
                 "E2EECore",
+                "PushTransport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -122,6 +131,7 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "E2EECore",
+                "PushTransport",
                 "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -145,6 +155,7 @@ let package = Package(
             dependencies: [
                 "Locking",
                 "E2EECore",
+                "PushTransport",
                 "RelayClient",
                 "Sender",
                 "CSQLite",
@@ -227,9 +238,15 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "PushTransportTests",
+            dependencies: ["E2EECore", "PushTransport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "E2EECoreTests",
             dependencies: [
                 "E2EECore",
+                "PushTransport",
                 "E2EETestVectors",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -259,6 +276,7 @@ let package = Package(
                 "TestSupport",
                 "Sender",
                 "E2EECore",
+                "PushTransport",
                 "APNsGateway",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -280,6 +298,7 @@ let package = Package(
                 "RelayClient",
                 "Sender",
                 "E2EECore",
+                "PushTransport",
                 "APNsGateway",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -300,6 +319,7 @@ let package = Package(
                 "TestSupport",
                 "NotificationFilter",
                 "E2EECore",
+                "PushTransport",
                 "Sender",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

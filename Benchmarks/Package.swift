@@ -35,6 +35,7 @@ let package = Package(
             dependencies: [
                 "CSodiumBench",
                 .product(name: "E2EECore", package: "e2ee-call-notifications"),
+                .product(name: "PushTransport", package: "e2ee-call-notifications"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings
@@ -44,6 +45,7 @@ let package = Package(
             dependencies: [
                 "CSodiumBench",
                 .product(name: "E2EECore", package: "e2ee-call-notifications"),
+                .product(name: "PushTransport", package: "e2ee-call-notifications"),
                 .product(name: "NotificationFilter", package: "e2ee-call-notifications"),
                 .product(name: "Logging", package: "swift-log"),
             ],

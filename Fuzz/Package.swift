@@ -11,7 +11,10 @@ let package = Package(
     targets: [
         .executableTarget(
             name: "FuzzEnvelope",
-            dependencies: [.product(name: "E2EECore", package: "e2ee-call-notifications")],
+            dependencies: [
+                .product(name: "E2EECore", package: "e2ee-call-notifications"),
+                .product(name: "PushTransport", package: "e2ee-call-notifications"),
+            ],
             swiftSettings: [.swiftLanguageMode(.v6), .unsafeFlags(["-parse-as-library"])]
         ),
         .executableTarget(

@@ -1,5 +1,6 @@
 @_spi(Vectors) public import E2EECore
 import Foundation
+import PushTransport
 
 /// The project's own wire-format vectors (Fixtures/e2ee-vectors.json): fixed keys, ephemeral keys, message ids,
 /// times and padding give exact APNs body bytes; negative vectors give expected error codes.
@@ -230,7 +231,7 @@ public enum ProjectVectors: Sendable {
             "ephemeral_secret_seed_label": "ephemeral/old-key",
             "expires_at_ms": expires,
             "envelope": Hex.encode(sealed.envelope.serialized),
-            "body": sealed.bodyString,
+            "body": sealed.apnsBodyString,
             "checks": [
                 vector("old-key-before-expiry", expires - 1, nil),
                 vector("old-key-at-expiry", expires, .unknownRecipientKey),
@@ -252,7 +253,7 @@ public enum ProjectVectors: Sendable {
                 signingKey: keys.sender.signingKey,
                 ephemeral: ephemeral
             )
-            bodies[name] = sealed.body
+            bodies[name] = sealed.apnsBody
             positives.append([
                 "name": name,
                 "kind": message.kind.description,
@@ -263,8 +264,8 @@ public enum ProjectVectors: Sendable {
                 "recipient_key_id": sealed.envelope.recipientKeyID.hex,
                 "bucket": sealed.bucket,
                 "envelope": Hex.encode(sealed.envelope.serialized),
-                "body": sealed.bodyString,
-                "body_length": sealed.body.count,
+                "body": sealed.apnsBodyString,
+                "body_length": sealed.apnsBody.count,
                 "message": describe(message),
             ])
         }
@@ -272,9 +273,9 @@ public enum ProjectVectors: Sendable {
         // Negative vectors, derived from the call invite.
         let invite = messages(sender: keys.sender)[0].message
         let inviteBody = bodies["call-invite"]!
-        let envelope = try! PushPayload.envelope(fromBody: inviteBody).serialized
+        let envelope = try! APNsAlertTransport.envelope(fromBody: inviteBody).serialized
         func bodyFor(_ envelopeBytes: [UInt8]) -> String {
-            "{\"aps\":{\"alert\":{\"title\":\"\(WireProtocol.placeholderTitle)\",\"body\":\"\(WireProtocol.placeholderBody)\"},\"mutable-content\":1},\"e2ee\":\""
+            "{\"aps\":{\"alert\":{\"title\":\"\(APNsAlertTransport.placeholderTitle)\",\"body\":\"\(APNsAlertTransport.placeholderBody)\"},\"mutable-content\":1},\"e2ee\":\""
                 + Data(envelopeBytes).base64EncodedString() + "\"}"
         }
         func flipped(_ offset: Int) -> [UInt8] {
@@ -355,11 +356,11 @@ public enum ProjectVectors: Sendable {
             ("truncated-header", bodyFor(Array(envelope.prefix(20))), .malformedEnvelope),
             ("truncated-ciphertext", bodyFor(Array(envelope.dropLast(1))), .malformedEnvelope),
             ("empty-envelope", bodyFor([]), .malformedEnvelope),
-            ("wrong-recipient", otherRecipient.bodyString, .unknownRecipientKey),
-            ("wrong-recipient-key-id-relabelled", mislabelled.bodyString, .openFailed),
-            ("bad-signature", forged.bodyString, .badSignature),
-            ("unknown-sender", unknownSender.bodyString, .unknownSender),
-            ("unknown-sender-device", unlistedDevice.bodyString, .unknownSender),
+            ("wrong-recipient", otherRecipient.apnsBodyString, .unknownRecipientKey),
+            ("wrong-recipient-key-id-relabelled", mislabelled.apnsBodyString, .openFailed),
+            ("bad-signature", forged.apnsBodyString, .badSignature),
+            ("unknown-sender", unknownSender.apnsBodyString, .unknownSender),
+            ("unknown-sender-device", unlistedDevice.apnsBodyString, .unknownSender),
             (
                 "bad-base64",
                 bodyFor([]).replacingOccurrences(of: "\"e2ee\":\"\"", with: "\"e2ee\":\"!!not base64!!\""),

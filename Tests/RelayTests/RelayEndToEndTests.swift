@@ -123,7 +123,7 @@ struct RelayEndToEndTests {
                             }
                             let delivered = Set(gateway.sink.records.map(\.bodyBytes))
                             #expect(gateway.sink.records.count == 10)
-                            let same = delivered == Set(sealed.values.map(\.body))
+                            let same = delivered == Set(sealed.values.map(\.apnsBody))
                             #expect(same)
                             try await waitUntil(tries: 12_000, every: .milliseconds(10)) {
                                 try await fixture.store.counts() == [.delivered: 10]

@@ -158,7 +158,7 @@ struct RelayFaultTests {
             let sealed = try self.bob.devices.map {
                 ($0.deviceID, try self.bob.sealText(from: self.alice.devices[0], to: $0.deviceID, body: label))
             }
-            return (sealed.map { ($0.0, $0.1.envelope) }, sealed.map(\.1.body))
+            return (sealed.map { ($0.0, $0.1.envelope) }, sealed.map(\.1.apnsBody))
         }
     }
 

@@ -65,7 +65,7 @@ struct RelayPostgresCrashTests {
                 let sealed = try bob.devices.map {
                     ($0.deviceID, try bob.sealText(from: alice.devices[0], to: $0.deviceID, body: "\(index)"))
                 }
-                expected.formUnion(sealed.map(\.1.body))
+                expected.formUnion(sealed.map(\.1.apnsBody))
                 work.append(("crash-\(index)", sealed.map { ($0.0, $0.1.envelope) }))
             }
             let work_ = work

@@ -121,7 +121,7 @@ struct RelayProcessTests {
                     let sealed = try bob.devices.map {
                         ($0.deviceID, try bob.sealText(from: alice.devices[0], to: $0.deviceID, body: "\(round)"))
                     }
-                    bodies.formUnion(sealed.map(\.1.body))
+                    bodies.formUnion(sealed.map(\.1.apnsBody))
                     let response = try await client.submit(
                         userID: "bob",
                         pushes: sealed.map { ($0.0, $0.1.envelope) },

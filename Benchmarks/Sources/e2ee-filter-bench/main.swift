@@ -7,6 +7,7 @@ import E2EECore
 import Foundation
 import Logging
 import NotificationFilter
+import PushTransport
 
 let count = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 20_000 : 20_000
 let logger = Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() }
@@ -55,7 +56,7 @@ func makeBodies(_ n: Int) throws -> [[UInt8]] {
             senderSigningKeyID: alice.signingKey.publicKey.keyID,
             content: content
         )
-        return try PushPayload.seal(m, to: bobKey, signingKey: alice.signingKey).body
+        return try PushPayload.seal(m, to: bobKey, signingKey: alice.signingKey).apnsBody
     }
 }
 FileHandle.standardError.write(Data("sealing \(count) payloads...\n".utf8))

@@ -1,12 +1,13 @@
 // libFuzzer target: the clear-side parsers alone — APNs body JSON → base64 → envelope, and the inner-message
 // decoder that runs on decrypted bytes (reached directly, since random bytes never pass the AEAD).
 @_spi(Vectors) import E2EECore
+import PushTransport
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzEnvelope(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
-    // 1. As an APNs body.
-    if let envelope = try? PushPayload.envelope(fromBody: bytes) {
+    // 1. As an APNs body (the APNs transport's framing).
+    if let envelope = try? APNsAlertTransport.envelope(fromBody: bytes) {
         // Whatever parses must serialise back to the same envelope bytes.
         precondition((try? Envelope(parsing: envelope.serialized)) == envelope)
     }

@@ -1,4 +1,5 @@
 import E2EECore
+import PushTransport
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -60,7 +61,7 @@ extension FilterEngine {
     static func open(_ input: PayloadInput, _ context: OpenContext, nowMs: Int64) -> Opened {
         guard let body = input.body else { return .malformedInput }
         do {
-            let envelope = try PushPayload.envelope(fromBody: body)
+            let envelope = try APNsAlertTransport.envelope(fromBody: body)
             guard let index = context.accountByKeyID[envelope.recipientKeyID],
                 let identity = context.accounts[index].identity
             else {

@@ -48,7 +48,7 @@ public struct PayloadInput: Sendable, Hashable {
     ///
     /// A line that is neither a spool record nor a request line is a bare body, whatever it holds (`{}`, `null`,
     /// non-JSON, invalid UTF-8, too long): opening applies docs/PROTOCOL.md §4 to it exactly as to any APNs body
-    /// (``PushPayload/envelope(fromBody:)``), so it is decided `too-large`, `malformed-envelope` or
+    /// (`APNsAlertTransport.envelope(fromBody:)`), so it is decided `too-large`, `malformed-envelope` or
     /// `foreign-payload`. Only a spool record whose `body_base64` is not base64 has no body (`malformed-input`).
     ///
     /// - Parameter defaultSeq: the sequence number when the line carries none (its 1-based line number); only a
@@ -130,6 +130,7 @@ private struct LineShape: Decodable {
     var badBodyType = false
 
     enum CodingKeys: String, CodingKey {
+        // `e2ee` is the APNs body's envelope key (`APNsAlertTransport.payloadKey`): a line with it is a bare body.
         case seq, headers, body, e2ee
         case receivedAtMs = "received_at_ms"
         case apnsID = "apns_id"

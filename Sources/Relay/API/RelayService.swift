@@ -2,6 +2,7 @@ import Crypto
 import E2EECore
 import Foundation
 public import Logging
+import PushTransport
 public import RelayClient
 
 /// The relay's API decisions, independent of HTTP: every input gets one outcome, a value or a ``RelayError`` with
@@ -303,7 +304,7 @@ public final class RelayService: Sendable {
             } catch {
                 throw RelayError(.malformedEnvelope, "pushes[\(index)].envelope: \(error.code): \(error.message)")
             }
-            bodies.append(PushPayload.body(for: envelope))
+            bodies.append(APNsAlertTransport.body(for: envelope))
             digest.update(data: Array(push.deviceID.utf8) + [0] + bytes)
         }
 

@@ -242,7 +242,7 @@ public struct PushBuilder: Sendable {
         let request = APNsRequest(
             deviceToken: validToken,
             headers: Self.uniformHeaders(topic: topic),
-            body: sealed.bodyString
+            body: sealed.apnsBodyString
         )
         return BuiltPush(
             request: request,

@@ -1,6 +1,7 @@
 @_spi(Vectors) import E2EECore
 import E2EETestVectors
 import Foundation
+import PushTransport
 import Testing
 
 /// The `device_lists` and `key_lifecycle` sections of Fixtures/e2ee-vectors.json (docs/PROTOCOL.md §13) against

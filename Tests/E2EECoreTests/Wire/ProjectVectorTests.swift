@@ -1,6 +1,7 @@
 @_spi(Vectors) import E2EECore
 import E2EETestVectors
 import Foundation
+import PushTransport
 import Testing
 
 @Suite("Project wire-format vectors (Fixtures/e2ee-vectors.json)")
@@ -68,7 +69,7 @@ struct ProjectVectorTests {
             #expect(opened.message == expected[name], "vector \(name)")
             if name != "text-large-bucket" { smallLengths.insert(body.count) }
         }
-        #expect(smallLengths == [WireProtocol.bodyLength(forBucket: 1536)])
+        #expect(smallLengths == [APNsAlertTransport.bodyLength(forBucket: 1536)])
         #expect(smallLengths == [2233])
     }
 

@@ -1,6 +1,7 @@
 @_spi(Vectors) import E2EECore
 import E2EETestVectors
 import Foundation
+import PushTransport
 import Testing
 
 @Suite("Wire format")
@@ -49,8 +50,8 @@ struct WireFormatTests {
             to: keys.recipient.currentDeviceKey.privateKey.publicKey,
             signingKey: keys.sender.signingKey
         )
-        #expect(sealed.body.count == 2233)
-        let opened = try self.open(sealed.body)
+        #expect(sealed.apnsBody.count == 2233)
+        let opened = try self.open(sealed.apnsBody)
         #expect(opened.message == message)
         #expect(opened.recipientKeyID == keys.recipient.currentDeviceKey.keyID)
     }
@@ -61,8 +62,8 @@ struct WireFormatTests {
         let pk = keys.recipient.currentDeviceKey.privateKey.publicKey
         let a = try PushPayload.seal(message, to: pk, signingKey: keys.sender.signingKey)
         let b = try PushPayload.seal(message, to: pk, signingKey: keys.sender.signingKey)
-        #expect(a.body != b.body)
-        #expect(a.body.count == b.body.count)
+        #expect(a.apnsBody != b.apnsBody)
+        #expect(a.apnsBody.count == b.apnsBody.count)
     }
 
     @Test("the body is exactly the placeholder alert plus one key")
@@ -72,7 +73,7 @@ struct WireFormatTests {
             to: keys.recipient.currentDeviceKey.privateKey.publicKey,
             signingKey: keys.sender.signingKey
         )
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(sealed.body)) as? [String: Any])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(sealed.apnsBody)) as? [String: Any])
         #expect(Set(json.keys) == ["aps", "e2ee"])
         let aps = try #require(json["aps"] as? [String: Any])
         #expect(aps["mutable-content"] as? Int == 1)
@@ -90,7 +91,7 @@ struct WireFormatTests {
                 ),
                 to: pk,
                 signingKey: keys.sender.signingKey
-            ).body.count
+            ).apnsBody.count
         }
         // signed part overhead for this text: 1+16+8+6+8+2 + (1+6)+(1+5)+2 = 56, signature 64 → 120 + body
         #expect(try bodyLength(1024) == 2233)
@@ -111,8 +112,8 @@ struct WireFormatTests {
             signingKey: keys.sender.signingKey
         )
         let expires = retired + Identity.defaultGracePeriodMs
-        #expect(try self.open(sealed.body, nowMs: expires - 1).recipientKeyID == old.keyID)
-        #expect(throws: E2EEError(.unknownRecipientKey, "")) { try self.open(sealed.body, nowMs: expires) }
+        #expect(try self.open(sealed.apnsBody, nowMs: expires - 1).recipientKeyID == old.keyID)
+        #expect(throws: E2EEError(.unknownRecipientKey, "")) { try self.open(sealed.apnsBody, nowMs: expires) }
     }
 
     @Test("a signature binds the recipient key id and enc: re-encrypting a signed message to another key fails")
@@ -157,7 +158,7 @@ struct WireFormatTests {
             to: keys.recipient.currentDeviceKey.privateKey.publicKey,
             signingKey: keys.sender.signingKey
         )
-        let opened = try self.open(sealed.body)
+        let opened = try self.open(sealed.apnsBody)
         #expect(opened.message.kind.rawValue == 0x81)
         #expect(opened.message.content == .unknown(kind: MessageKind(rawValue: 0x81), fields: [1, 2, 3]))
     }

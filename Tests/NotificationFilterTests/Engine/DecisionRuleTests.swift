@@ -1,5 +1,6 @@
 @_spi(Vectors) import E2EECore
 import Foundation
+import PushTransport
 import Testing
 
 @testable import NotificationFilter
@@ -264,7 +265,7 @@ struct DecisionRuleTests {
                 message,
                 to: old.privateKey.publicKey,
                 signingKey: users.alicePhone.signingKey
-            ).body
+            ).apnsBody
             let d = try await filter.decide(body)
             let opens = offset < graceMs
             #expect(
@@ -279,7 +280,7 @@ struct DecisionRuleTests {
     func hostilePayloads() async throws {
         let h = try EngineHarness()
         let good = try h.body(.text(TextMessage(threadID: "", title: "", body: "x")))
-        let envelope = try PushPayload.envelope(fromBody: good).serialized
+        let envelope = try APNsAlertTransport.envelope(fromBody: good).serialized
         func body(_ e: [UInt8]) -> [UInt8] {
             Array(
                 ("{\"aps\":{\"alert\":{\"title\":\"New message\"},\"mutable-content\":1},\"e2ee\":\""
@@ -304,7 +305,7 @@ struct DecisionRuleTests {
             recipientKeyID: h.bob.currentDeviceKey.keyID,
             signingKey: h.mallory.signingKey,
             ephemeral: .generate()
-        ).body
+        ).apnsBody
         let cases: [([UInt8], FilterReason)] = [
             (body(flipped), .opening(.openFailed)),
             (body(version), .opening(.unsupportedVersion)),
@@ -396,7 +397,7 @@ struct DecisionRuleTests {
             message,
             to: carol.currentDeviceKey.privateKey.publicKey,
             signingKey: alice.signingKey
-        ).body
+        ).apnsBody
         let d = try await h.decide(body)
         #expect(d.account == "carol")
         #expect(d.handoff?.account == "carol")

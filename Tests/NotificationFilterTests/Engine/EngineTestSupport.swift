@@ -2,6 +2,7 @@
 import Foundation
 import Locking
 import Logging
+import PushTransport
 
 @testable import NotificationFilter
 
@@ -90,7 +91,7 @@ struct EngineHarness {
             message,
             to: key ?? self.bob.currentDeviceKey.privateKey.publicKey,
             signingKey: sender.signingKey
-        ).body
+        ).apnsBody
     }
 
     static func invite(_ callID: UUID, timeout: UInt16 = 30, video: Bool = false) -> MessageContent {

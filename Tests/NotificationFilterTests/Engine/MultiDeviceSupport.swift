@@ -2,6 +2,7 @@ import E2EECore
 import Foundation
 import Locking
 import Logging
+import PushTransport
 
 @testable import NotificationFilter
 
@@ -76,7 +77,7 @@ struct MultiDeviceUsers {
             content: content
         )
         return try PushPayload.seal(message, to: to.currentDeviceKey.privateKey.publicKey, signingKey: from.signingKey)
-            .body
+            .apnsBody
     }
 
     static func invite(_ callID: UUID) -> MessageContent {

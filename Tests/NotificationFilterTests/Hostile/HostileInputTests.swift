@@ -1,4 +1,5 @@
 import Foundation
+import PushTransport
 import Testing
 
 @_spi(Vectors) @testable import E2EECore
@@ -79,7 +80,7 @@ struct HostileInputTests {
             )
         }
         let good = try text()
-        let envelope = try PushPayload.envelope(fromBody: good).serialized
+        let envelope = try APNsAlertTransport.envelope(fromBody: good).serialized
         func altered(_ offset: Int, _ xor: UInt8 = 0x01) -> [UInt8] {
             var e = envelope
             e[offset] ^= xor
@@ -109,14 +110,14 @@ struct HostileInputTests {
             recipientKeyID: h.bob.currentDeviceKey.keyID,
             signingKey: h.mallory.signingKey,
             ephemeral: .generate()
-        ).body
+        ).apnsBody
         let relabelled = try PushPayload.sealUnchecked(
             forgedMessage,
             to: h.mallory.currentDeviceKey.privateKey.publicKey,
             recipientKeyID: h.bob.currentDeviceKey.keyID,
             signingKey: h.alice.signingKey,
             ephemeral: .generate()
-        ).body
+        ).apnsBody
         let textFields: [UInt8] = [1, 0x41, 1, 0x42, 0, 1, 0x43]
 
         var cases: [Case] = [
@@ -511,7 +512,7 @@ extension HostileInputTests {
         /// The base64 envelope of a fresh text push (a new message each time, so none is a replay).
         func envelope() throws -> String {
             let body = try h.body(.text(TextMessage(threadID: "t", title: "x", body: "framing")))
-            return Data(try PushPayload.envelope(fromBody: body).serialized).base64EncodedString()
+            return Data(try APNsAlertTransport.envelope(fromBody: body).serialized).base64EncodedString()
         }
         func aps(_ extra: String) throws -> [UInt8] {
             bare("{\"aps\":{\"alert\":{\"title\":\"New message\"},\"mutable-content\":1}," + extra + "}")

@@ -2,6 +2,7 @@ import E2EECore
 import Foundation
 import Locking
 import Logging
+import PushTransport
 import TestSupport
 import Testing
 
@@ -59,7 +60,8 @@ struct NoSecretsInLogsTests {
                 return try fixture.body(content, from: from, sentAtMs: sentAtMs, messageID: id)
             }
             let text = try sealed(FilterFixture.text(textMarker, title: titleMarker))
-            var flipped = try PushPayload.envelope(fromBody: try sealed(FilterFixture.text(textMarker))).serialized
+            var flipped = try APNsAlertTransport.envelope(fromBody: try sealed(FilterFixture.text(textMarker)))
+                .serialized
             flipped[100] ^= 0x40
             let flippedBody = Array(
                 ("{\"aps\":{\"alert\":{\"title\":\"New message\"},\"mutable-content\":1},\"e2ee\":\""
@@ -75,7 +77,7 @@ struct NoSecretsInLogsTests {
                 ),
                 to: fixture.mallory.currentDeviceKey.privateKey.publicKey,
                 signingKey: fixture.alice.signingKey
-            ).body
+            ).apnsBody
             self.bodies = [
                 text,
                 try sealed(FilterFixture.invite(a, name: nameMarker, handle: handleMarker)),

@@ -1,4 +1,5 @@
 import Foundation
+import PushTransport
 
 @testable import E2EECore
 
@@ -40,7 +41,7 @@ struct SecretProbe {
 
     /// Adds an APNs body's envelope: its base64 text and all of its 16-character pieces.
     mutating func add(envelopeOf body: [UInt8]) throws {
-        let base64 = Data(try PushPayload.envelope(fromBody: body).serialized).base64EncodedString()
+        let base64 = Data(try APNsAlertTransport.envelope(fromBody: body).serialized).base64EncodedString()
         self.add("envelope", base64)
         var start = base64.startIndex
         while let end = base64.index(start, offsetBy: Self.pieceLength, limitedBy: base64.endIndex) {

@@ -1,5 +1,6 @@
 import E2EECore
 import Foundation
+import PushTransport
 import TestSupport
 import Testing
 
@@ -94,7 +95,7 @@ final class FilterFixture: Sendable {
             to: self.bob.currentDeviceKey.privateKey.publicKey,
             signingKey: sender.signingKey
         )
-        .body
+        .apnsBody
     }
 
     static func invite(

@@ -70,7 +70,7 @@ struct MultiDeviceProcessTests {
                 message,
                 to: device.currentDeviceKey.privateKey.publicKey,
                 signingKey: sender.signingKey
-            ).body
+            ).apnsBody
             var record = SpoolRecord(seq: seq, body: body, receivedAtMs: fixture.startMs)
             record.deviceToken = token
             try appendToFile(spoolPath, Array((record.jsonLine() + "\n").utf8))

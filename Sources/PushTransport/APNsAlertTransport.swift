@@ -1,0 +1,124 @@
+public import E2EECore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The APNs transport of docs/PROTOCOL.md §4: one uniform `alert` push body for every message kind, the fixed
+/// placeholder alert with `mutable-content`, and the envelope in base64 under the one custom key `"e2ee"`, within
+/// APNs' 4,096-byte limit. A sender and a relay that receives envelopes frame them with this, byte for byte alike;
+/// the device unframes with it.
+public enum APNsAlertTransport: PushTransport {
+    public static let name = "apns"
+
+    /// APNs' limit for an `alert` push body.
+    public static let maximumBodyLength = 4096
+
+    /// The one custom top-level key of the APNs body; its value is the base64 envelope.
+    public static let payloadKey = "e2ee"
+    /// The neutral placeholder shown only if the device never replaces it. Identical for every message.
+    public static let placeholderTitle = "New message"
+    public static let placeholderBody = "Open the app to view it."
+
+    /// The body bytes before the base64 envelope.
+    static let bodyPrefix =
+        "{\"aps\":{\"alert\":{\"title\":\"\(placeholderTitle)\",\"body\":\"\(placeholderBody)\"},\"mutable-content\":1},\"\(payloadKey)\":\""
+    /// The body bytes after the base64 envelope.
+    static let bodySuffix = "\"}"
+
+    private static let prefixBytes = Array(bodyPrefix.utf8)
+    private static let suffixBytes = Array(bodySuffix.utf8)
+
+    /// The byte length of the APNs body for each bucket: 2,233 bytes for 1,536 and 4,093 bytes for 2,932.
+    public static func bodyLength(forBucket bucket: Int) -> Int {
+        bodyPrefix.utf8.count + bodySuffix.utf8.count + 4 * ((Envelope.headerLength + bucket + 16 + 2) / 3)
+    }
+
+    /// The uniform APNs body of docs/PROTOCOL.md §4 that carries `envelope`: the fixed placeholder alert, then the
+    /// envelope in base64.
+    ///
+    /// - Parameter envelope: A parsed envelope (its ciphertext is a padding bucket + 16 bytes, so the body fits).
+    /// - Returns: The body bytes (2,233 or 4,093 bytes).
+    public static func body(for envelope: Envelope) -> [UInt8] {
+        let body = Array((bodyPrefix + Data(envelope.serialized).base64EncodedString() + bodySuffix).utf8)
+        precondition(body.count <= maximumBodyLength)
+        return body
+    }
+
+    /// Extracts the envelope from an APNs body.
+    ///
+    /// - Throws: `.tooLarge` for a body above 4,096 bytes; `.malformedEnvelope` for invalid UTF-8, bad JSON or
+    ///   base64; `.foreignPayload` for JSON without our key; then what ``Envelope/init(parsing:)`` throws.
+    public static func envelope(fromBody body: [UInt8]) throws(E2EEError) -> Envelope {
+        guard body.count <= maximumBodyLength else {
+            throw E2EEError(.tooLarge, "the APNs body is \(body.count) bytes; APNs allows 4,096")
+        }
+        // Fast path: the canonical body this package sends is the fixed prefix, base64 characters, the fixed
+        // suffix. It is exactly the JSON object the general path would parse, so the outcome is the same.
+        if let value = Self.canonicalEnvelopeText(body) {
+            guard let bytes = Data(base64Encoded: value), bytes.base64EncodedString() == value else {
+                throw Self.malformed("the envelope is not canonical base64")
+            }
+            return try Envelope(parsing: Array(bytes))
+        }
+        // §4: invalid UTF-8 anywhere in the body is malformed, even inside a value no one reads (a JSON parser
+        // checks only the strings it decodes).
+        guard String(validating: body, as: UTF8.self) != nil else {
+            throw Self.malformed("the body is not valid UTF-8")
+        }
+        let value: String
+        do {
+            let decoded = try JSONDecoder().decode(BodyShape.self, from: Data(body))
+            guard let envelope = decoded.envelope else {
+                throw E2EEError(.foreignPayload, "the push carries no \"\(payloadKey)\" key: not ours")
+            }
+            value = envelope
+        } catch let error as E2EEError {
+            throw error
+        } catch {
+            throw Self.malformed("the body is not a JSON object with a string \"\(payloadKey)\"")
+        }
+        // Strict base64: standard alphabet, padding, no whitespace, and canonical (the unused low bits of the last
+        // character are zero): the text must be exactly the encoding of the bytes it decodes to.
+        guard let bytes = Data(base64Encoded: value), bytes.base64EncodedString() == value else {
+            throw Self.malformed("the envelope is not canonical base64")
+        }
+        return try Envelope(parsing: Array(bytes))
+    }
+
+    /// A `.malformedEnvelope` error, worded as E2EECore words its own.
+    private static func malformed(_ what: String, file: String = #fileID, line: Int = #line) -> E2EEError {
+        E2EEError(.malformedEnvelope, "malformed envelope: \(what)", file: file, line: line)
+    }
+
+    /// The base64 text of a body in exactly the canonical form of docs/PROTOCOL.md §4, or nil.
+    static func canonicalEnvelopeText(_ body: [UInt8]) -> String? {
+        let p = prefixBytes.count
+        let s = suffixBytes.count
+        guard body.count > p + s, body.starts(with: prefixBytes), body[(body.count - s)...].elementsEqual(suffixBytes)
+        else { return nil }
+        let middle = body[p..<(body.count - s)]
+        for c in middle {
+            switch c {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="):
+                continue
+            default:
+                return nil
+            }
+        }
+        return String(decoding: middle, as: UTF8.self)
+    }
+}
+
+/// The one key we read. Present but not a string (a number, null, an object) is malformed; absent is foreign.
+private struct BodyShape: Decodable {
+    var envelope: String?
+    enum CodingKeys: String, CodingKey { case envelope = "e2ee" }
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.envelope = container.contains(.envelope) ? try container.decode(String.self, forKey: .envelope) : nil
+    }
+}

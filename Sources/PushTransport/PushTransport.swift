@@ -1,0 +1,72 @@
+public import E2EECore
+
+/// How one push service carries an envelope: the body bytes it sends and the limit it puts on them.
+///
+/// E2EECore knows only envelopes and padding buckets (docs/PROTOCOL.md §5-§6). A push transport frames an
+/// ``Envelope`` into the body its service delivers to the device, and unframes such a body back into the envelope,
+/// with the service's own size limit. Adding another push service means adding a conforming type here (or anywhere
+/// else), not changing the core: ``PushPayload/seal(_:to:signingKey:)`` and ``PushPayload/open(_:deviceKey:signingKey:)``
+/// work on envelopes whatever carries them.
+///
+/// This is a separate library, not part of Sender, because both sides need it: senders and the relay frame bodies
+/// (Sender re-exports this module as its APNs layer), and the device side (NotificationFilter, which models the
+/// notification service extension) unframes the same bodies without linking an HTTP/2 or TLS stack.
+public protocol PushTransport: Sendable {
+    /// A short name for logs and errors (e.g. "apns").
+    static var name: String { get }
+
+    /// The largest body, in bytes, the service delivers. ``envelope(fromBody:)`` refuses a longer one with
+    /// `.tooLarge`, and every padding bucket's body must fit.
+    static var maximumBodyLength: Int { get }
+
+    /// The body that carries `envelope`. Deterministic: the same envelope gives the same bytes.
+    ///
+    /// - Parameter envelope: a parsed envelope (its ciphertext is a padding bucket + 16 bytes).
+    /// - Returns: at most ``maximumBodyLength`` bytes.
+    static func body(for envelope: Envelope) -> [UInt8]
+
+    /// The envelope a body carries.
+    ///
+    /// - Throws: `.tooLarge` for a body above ``maximumBodyLength``; `.malformedEnvelope` for bad framing;
+    ///   `.foreignPayload` for a body of the service that is not ours; then what ``Envelope/init(parsing:)``
+    ///   throws.
+    static func envelope(fromBody body: [UInt8]) throws(E2EEError) -> Envelope
+
+    /// The byte length of the body for an envelope of padding bucket `bucket` (one of
+    /// ``WireProtocol/paddingBuckets``).
+    static func bodyLength(forBucket bucket: Int) -> Int
+}
+
+extension SealedPush {
+    /// The body `transport` sends for this push.
+    public func body<T: PushTransport>(_ transport: T.Type) -> [UInt8] {
+        T.body(for: self.envelope)
+    }
+
+    /// The exact APNs body (ASCII JSON) of docs/PROTOCOL.md §4.
+    public var apnsBody: [UInt8] { APNsAlertTransport.body(for: self.envelope) }
+
+    /// The APNs body as text.
+    public var apnsBodyString: String { String(decoding: self.apnsBody, as: UTF8.self) }
+}
+
+extension PushPayload {
+    /// Opens a push body of `transport` (APNs by default): unframes, parses, decrypts, unpads, decodes and verifies.
+    ///
+    /// - Parameters:
+    ///   - body: the body bytes as the push service delivered them.
+    ///   - transport: the push service that framed the body.
+    ///   - deviceKey: returns the device's private key for a key id, or nil if none (or past its grace period).
+    ///   - signingKey: returns the sender's Ed25519 public key for (user id, signing key id), or nil if unknown.
+    /// - Throws: see docs/PROTOCOL.md "Error codes": what ``PushTransport/envelope(fromBody:)`` throws
+    ///   (`.tooLarge`, `.malformedEnvelope`, `.foreignPayload`, ...), then what
+    ///   ``PushPayload/open(_:deviceKey:signingKey:)`` throws.
+    public static func open<T: PushTransport>(
+        body: [UInt8],
+        transport: T.Type = APNsAlertTransport.self,
+        deviceKey: (KeyID) -> X25519PrivateKey?,
+        signingKey: (_ userID: String, _ keyID: KeyID) -> SigningPublicKey?
+    ) throws(E2EEError) -> OpenedPush {
+        try self.open(try T.envelope(fromBody: body), deviceKey: deviceKey, signingKey: signingKey)
+    }
+}
