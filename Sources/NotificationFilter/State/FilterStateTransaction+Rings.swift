@@ -16,10 +16,11 @@ struct RingRecord: Sendable, Hashable {
 
 /// Ringing calls with their deadlines, the durable outbox of call events (one row per event; a UNIQUE key makes a
 /// second `ringing` for the same call impossible), callers, and declines from the caller's other devices. The
-/// tables are part of the versioned schema (``FilterStateSchema/version4``).
+/// tables are part of the versioned schema (``FilterStateSchema/version4``, ``FilterStateSchema/version5``).
 extension FilterStateTransaction {
-    /// Records a ringing call, and who calls in `call_caller`, which outlives the ring: a call that rang and ended
-    /// before its events were written (a crash) is restored after a restart with the caller it rang with.
+    /// Records a ringing call, and who calls (handle, display name, video) in `call_caller`, which outlives the
+    /// ring: a call that rang and ended before its events were written (a crash) is restored after a restart from
+    /// this row, as it rang.
     func setRing(_ ring: RingRecord) throws(FilterStateError) {
         try self.database.withStatement(
             "INSERT OR REPLACE INTO call_ring VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
@@ -32,12 +33,17 @@ extension FilterStateTransaction {
             try s.bind(ring.hasVideo ? 1 : 0, at: 6)
             try s.run()
         }
-        try self.database.withStatement("INSERT OR REPLACE INTO call_caller VALUES (?1, ?2, ?3, ?4)") {
-            s throws(FilterStateError) in
+        try self.database.withStatement(
+            """
+            INSERT OR REPLACE INTO call_caller (account, call_id, caller_handle, display_name, has_video)
+            VALUES (?1, ?2, ?3, ?4, ?5)
+            """
+        ) { s throws(FilterStateError) in
             try s.bind(ring.account, at: 1)
             try s.bind(ring.callID.uuidString, at: 2)
             try s.bind(ring.callerHandle, at: 3)
             try s.bind(ring.displayName, at: 4)
+            try s.bind(ring.hasVideo ? 1 : 0, at: 5)
             try s.run()
         }
     }
