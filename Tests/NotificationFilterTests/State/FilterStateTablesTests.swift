@@ -228,7 +228,7 @@ struct FilterStateTablesTests {
             )
         }
         let store = try openStore(path)
-        let (version, videos) = try store.transaction { tx throws in
+        let (version, videos, unfinished) = try store.transaction { tx throws in
             (
                 try tx.database.withStatement("PRAGMA user_version") { s throws(FilterStateError) in
                     try s.step() ? s.int64(0) : -1
@@ -238,13 +238,19 @@ struct FilterStateTablesTests {
                     var out: [String: Int64?] = [:]
                     while try s.step() { out[s.text(0)] = s.isNull(1) ? .some(nil) : s.int64(1) }
                     return out
-                }
+                },
+                try tx.callsEndedWithoutEndEvent()
             )
         }
         #expect(version == 5)
         // From the ring while it rings; not known (NULL) for a call no longer ringing.
         let expected: [String: Int64?] = [ringing.uuidString: 1, ended.uuidString: nil]
         #expect(videos == expected)
+        // The ended call is restored from its caller row, as audio (as before version 5).
+        #expect(unfinished.map(\.callID) == [ended.uuidString])
+        #expect(unfinished.first?.callerHandle == "+15550101")
+        #expect(unfinished.first?.displayName == "Alice Two")
+        #expect(unfinished.first?.hasVideo == false)
         // A ring recorded now keeps its video with the caller.
         let next = UUID()
         try store.transaction { tx throws in
