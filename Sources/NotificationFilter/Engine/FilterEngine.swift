@@ -317,14 +317,13 @@ public actor FilterEngine {
         // A call whose ring and end were decided in one batch may have lost both events: it rings (once) and ends.
         for call in unfinished {
             guard let uuid = UUID(uuidString: call.callID) else { continue }
-            let ringing = call.ringingLine.flatMap { try? JSONDecoder().decode(RingingLine.self, from: Data($0.utf8)) }
             let cause: CallEndCause = call.endReason?.cancelReason.map { .cancelled($0) } ?? .unanswered
             await self.reporter.restoreRinging(
                 FilterDecision.Handoff(
                     callID: uuid,
-                    callerHandle: ringing?.handle ?? call.callerHandle ?? "unknown",
-                    displayName: ringing?.displayName ?? call.displayName ?? "",
-                    hasVideo: false,
+                    callerHandle: call.callerHandle ?? "unknown",
+                    displayName: call.displayName ?? "",
+                    hasVideo: call.hasVideo,
                     account: call.account,
                     ringDeadlineMs: nowMs + 1000
                 )
@@ -353,11 +352,6 @@ public actor FilterEngine {
         }
         try await self.expireRinging()
         try await self.applyCallActions()
-    }
-
-    private struct RingingLine: Decodable {
-        var handle: String?
-        var displayName: String?
     }
 
     // MARK: - bounded state

@@ -7,7 +7,7 @@ enum FilterStateSchema {
     /// "E2EF" in ASCII: marks a file as this filter's state.
     static let applicationID: Int64 = 0x4532_4546
     /// The schema version this build writes.
-    static let currentVersion: Int64 = 4
+    static let currentVersion: Int64 = 5
 
     /// The DDL of version 1. Call ids are canonical UUID strings; message ids 16-byte blobs.
     static let version1 = """
@@ -122,6 +122,17 @@ enum FilterStateSchema {
             at_ms INTEGER NOT NULL, PRIMARY KEY (account, call_id)) WITHOUT ROWID;
         """
 
+    /// Version 5: a call's caller row also keeps whether the call rang with video, so a restart restores a call
+    /// whose end event was lost (docs/FAILURE-MODES.md item 11) from the state alone, as it rang. Rows of older
+    /// versions take it from the call's ring while it still rings; for a call no longer ringing it is not known
+    /// (NULL), and such a call is restored as audio, as before.
+    static let version5 = """
+        ALTER TABLE call_caller ADD COLUMN has_video INTEGER;
+        UPDATE call_caller SET has_video = (
+            SELECT r.has_video FROM call_ring r
+            WHERE r.account = call_caller.account AND r.call_id = call_caller.call_id);
+        """
+
     /// Makes `database` hold the current schema, or throws if it is not ours to change.
     static func prepare(_ database: SQLiteDatabase, path: String) throws(FilterStateError) {
         let appID = try database.withStatement("PRAGMA application_id") { statement throws(FilterStateError) in
@@ -171,6 +182,9 @@ enum FilterStateSchema {
             }
             if version < 4 {
                 try database.execute(version4)
+            }
+            if version < 5 {
+                try database.execute(version5)
             }
             // PRAGMA values cannot be bound; both are integer constants of this file.
             try database.execute("PRAGMA application_id = \(applicationID)")

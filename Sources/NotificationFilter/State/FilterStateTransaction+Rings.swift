@@ -16,10 +16,11 @@ struct RingRecord: Sendable, Hashable {
 
 /// Ringing calls with their deadlines, the durable outbox of call events (one row per event; a UNIQUE key makes a
 /// second `ringing` for the same call impossible), callers, and declines from the caller's other devices. The
-/// tables are part of the versioned schema (``FilterStateSchema/version4``).
+/// tables are part of the versioned schema (``FilterStateSchema/version4``, ``FilterStateSchema/version5``).
 extension FilterStateTransaction {
-    /// Records a ringing call, and who calls in `call_caller`, which outlives the ring: a call that rang and ended
-    /// before its events were written (a crash) is restored after a restart with the caller it rang with.
+    /// Records a ringing call, and who calls (handle, display name, video) in `call_caller`, which outlives the
+    /// ring: a call that rang and ended before its events were written (a crash) is restored after a restart from
+    /// this row, as it rang.
     func setRing(_ ring: RingRecord) throws(FilterStateError) {
         try self.database.withStatement(
             "INSERT OR REPLACE INTO call_ring VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
@@ -32,12 +33,17 @@ extension FilterStateTransaction {
             try s.bind(ring.hasVideo ? 1 : 0, at: 6)
             try s.run()
         }
-        try self.database.withStatement("INSERT OR REPLACE INTO call_caller VALUES (?1, ?2, ?3, ?4)") {
-            s throws(FilterStateError) in
+        try self.database.withStatement(
+            """
+            INSERT OR REPLACE INTO call_caller (account, call_id, caller_handle, display_name, has_video)
+            VALUES (?1, ?2, ?3, ?4, ?5)
+            """
+        ) { s throws(FilterStateError) in
             try s.bind(ring.account, at: 1)
             try s.bind(ring.callID.uuidString, at: 2)
             try s.bind(ring.callerHandle, at: 3)
             try s.bind(ring.displayName, at: 4)
+            try s.bind(ring.hasVideo ? 1 : 0, at: 5)
             try s.run()
         }
     }
@@ -184,27 +190,27 @@ extension FilterStateTransaction {
         }
     }
 
-    /// Calls that ended (state ended or missed) after a `ringing` event, but whose end event never made it to the
-    /// outbox: the process died between the decision's commit and the event's. (account, call id, end reason,
-    /// the ringing event line.)
+    /// Calls that rang and ended (state ended or missed), but whose end event never made it to the outbox: the
+    /// process died between the decision's commit and the event's. Everything a restart needs to restore and end
+    /// them comes from the state: who called and whether with video from `call_caller` (kept from the ring), else
+    /// the missed-call record or the call state's caller.
     func callsEndedWithoutEndEvent() throws(FilterStateError) -> [EndedCallWithoutEvent] {
-        // A call that rang has an end reason of a ring (a cancel reason, or `unanswered`); its `ringing` event may be
+        // A call rang if it has a `call_caller` row (written with its ring) or an end reason of a ring (a cancel
+        // reason, or `unanswered`: a call of an older state file may have no caller row). Its `ringing` event may be
         // missing too, when the invite and its end were decided in one batch and the process died before either
-        // event was written: then the caller comes from `call_caller` (kept from the ring), else the missed-call
-        // record or the call state.
+        // event was written: the restart rings it (once) and ends it.
         try self.database.withStatement(
             """
-            SELECT c.account, c.call_id, c.end_reason, r.line, coalesce(k.caller_handle, m.caller_handle),
-                coalesce(k.display_name, m.display_name), c.caller
+            SELECT c.account, c.call_id, c.end_reason, coalesce(k.caller_handle, m.caller_handle, c.caller),
+                coalesce(k.display_name, m.display_name), coalesce(k.has_video, 0)
             FROM call_state c
-            LEFT JOIN event_outbox r ON r.event = 'ringing' AND r.account = c.account AND r.call_id = c.call_id
             LEFT JOIN call_caller k ON k.account = c.account AND k.call_id = c.call_id
             LEFT JOIN missed_call m ON m.account = c.account AND m.call_id = c.call_id
             WHERE c.state IN ('ended', 'missed')
             AND NOT EXISTS (
                 SELECT 1 FROM call_action a WHERE a.action = 'decline' AND a.account = c.account
                 AND a.call_id = c.call_id)
-            AND (r.line IS NOT NULL
+            AND (k.call_id IS NOT NULL
                 OR c.end_reason IN ('remoteEnded', 'answeredElsewhere', 'declinedElsewhere', 'unanswered'))
             AND NOT EXISTS (
                 SELECT 1 FROM event_outbox e WHERE e.event IN ('ended', 'missed', 'declined')
@@ -219,9 +225,9 @@ extension FilterStateTransaction {
                         account: s.text(0),
                         callID: s.text(1),
                         endReason: s.optionalText(2).map(CallRecordReason.init(rawValue:)),
-                        ringingLine: s.optionalText(3),
-                        callerHandle: s.optionalText(4) ?? s.optionalText(6),
-                        displayName: s.optionalText(5)
+                        callerHandle: s.optionalText(3),
+                        displayName: s.optionalText(4),
+                        hasVideo: s.int64(5) != 0
                     )
                 )
             }
@@ -327,11 +333,12 @@ struct EndedCallWithoutEvent {
     var account: String
     var callID: String
     var endReason: CallRecordReason?
-    /// The call's `ringing` event line, if that one was recorded.
-    var ringingLine: String?
-    /// Who called, from the missed-call record or the call state, for when the ringing line is missing.
+    /// Who called, as the call rang (`call_caller`), else from the missed-call record or the call state; nil when
+    /// the state does not know.
     var callerHandle: String?
     var displayName: String?
+    /// Whether the call rang with video (false when the state does not know: a call ended before schema version 5).
+    var hasVideo: Bool
 }
 
 /// A `remote-declined` event decided with a cancel, kept until it is in the event outbox.

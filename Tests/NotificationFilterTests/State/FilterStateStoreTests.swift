@@ -45,7 +45,7 @@ struct FilterStateStoreTests {
                     }
                 )
         }
-        #expect(pragmas == "wal,4,\(0x4532_4546),2")  // schema version 4; synchronous FULL = 2
+        #expect(pragmas == "wal,5,\(0x4532_4546),2")  // schema version 5; synchronous FULL = 2
         #expect(fileExists(dir.file("state.sqlite-wal")))
     }
 

@@ -117,7 +117,7 @@ struct FilterStateTablesTests {
     }
 
     @Test(
-        "a version 3 file is migrated to 4: the call engine's tables are part of the schema, rows kept where they existed",
+        "a version 3 file is migrated: the call engine's tables are part of the schema, rows kept where they existed",
         arguments: [false, true]
     )
     func engineTablesMigrationFromVersion3(engineHadRun: Bool) throws {
@@ -155,7 +155,7 @@ struct FilterStateTablesTests {
                 try tx.rings(dueBy: Int64.max)
             )
         }
-        #expect(version == 4)
+        #expect(version == FilterStateSchema.currentVersion)
         #expect(
             tables == [
                 "call_action", "call_caller", "call_ring", "call_state", "decision_log", "early_cancel",
@@ -196,6 +196,83 @@ struct FilterStateTablesTests {
         #expect(actions.map(\.action) == ["answer"])
         #expect(actions.first?.atMs == 10)
         #expect(actions.first?.callID == ringing)
+    }
+
+    @Test(
+        "a version 4 file is migrated to 5: a caller keeps whether it rang with video, taken from its ring if it rings"
+    )
+    func callerVideoMigrationFromVersion4() throws {
+        let dir = ScratchDirectory()
+        let path = dir.file("v4.sqlite")
+        let ringing = UUID()
+        let ended = UUID()
+        writeScratchFile(path, [])  // 0600, as the store requires
+        do {
+            let v4 = try SQLiteDatabase(path: path)
+            try v4.execute(FilterStateSchema.version1)
+            try v4.execute(FilterStateSchema.version2)
+            try v4.execute(FilterStateSchema.version3)
+            try v4.execute(FilterStateSchema.version4)
+            try v4.execute("PRAGMA application_id = \(FilterStateSchema.applicationID)")
+            try v4.execute("PRAGMA user_version = 4")
+            // A video call still ringing, and a call that rang and ended (its end event lost in a crash).
+            try v4.execute(
+                """
+                INSERT INTO call_state (account, call_id, state, updated_at_ms, end_reason, caller)
+                    VALUES ('bob', '\(ringing.uuidString)', 'ringing', 10, NULL, 'alice'),
+                    ('bob', '\(ended.uuidString)', 'missed', 20, 'remoteEnded', 'alice');
+                INSERT INTO call_ring VALUES ('bob', '\(ringing.uuidString)', 5000, '+15550100', 'Alice', 1);
+                INSERT INTO call_caller VALUES ('bob', '\(ringing.uuidString)', '+15550100', 'Alice'),
+                    ('bob', '\(ended.uuidString)', '+15550101', 'Alice Two');
+                """
+            )
+        }
+        let store = try openStore(path)
+        let (version, videos, unfinished) = try store.transaction { tx throws in
+            (
+                try tx.database.withStatement("PRAGMA user_version") { s throws(FilterStateError) in
+                    try s.step() ? s.int64(0) : -1
+                },
+                try tx.database.withStatement("SELECT call_id, has_video FROM call_caller") {
+                    s throws(FilterStateError) in
+                    var out: [String: Int64?] = [:]
+                    while try s.step() { out[s.text(0)] = s.isNull(1) ? .some(nil) : s.int64(1) }
+                    return out
+                },
+                try tx.callsEndedWithoutEndEvent()
+            )
+        }
+        #expect(version == 5)
+        // From the ring while it rings; not known (NULL) for a call no longer ringing.
+        let expected: [String: Int64?] = [ringing.uuidString: 1, ended.uuidString: nil]
+        #expect(videos == expected)
+        // The ended call is restored from its caller row, as audio (as before version 5).
+        #expect(unfinished.map(\.callID) == [ended.uuidString])
+        #expect(unfinished.first?.callerHandle == "+15550101")
+        #expect(unfinished.first?.displayName == "Alice Two")
+        #expect(unfinished.first?.hasVideo == false)
+        // A ring recorded now keeps its video with the caller.
+        let next = UUID()
+        try store.transaction { tx throws in
+            try tx.setRing(
+                RingRecord(
+                    account: "bob",
+                    callID: next,
+                    deadlineMs: 9000,
+                    callerHandle: "+15550102",
+                    displayName: "Alice Three",
+                    hasVideo: true
+                )
+            )
+        }
+        let stored = try store.transaction { tx throws in
+            try tx.database.withStatement("SELECT has_video FROM call_caller WHERE call_id = ?1") {
+                s throws(FilterStateError) in
+                try s.bind(next.uuidString, at: 1)
+                return try s.step() ? s.int64(0) : -1
+            }
+        }
+        #expect(stored == 1)
     }
 
     @Test("replay set: a message id of the wrong length is refused", arguments: [0, 15, 17, 32])
