@@ -116,13 +116,16 @@ final class GatewayLog: @unchecked Sendable {
     private var received: [String: Int64] = [:]
 
     func start(_ pipe: Pipe) {
-        let handle = pipe.fileHandleForReading
+        let descriptor = pipe.fileHandleForReading.fileDescriptor
         Thread.detachNewThread {
             var pending = Data()
+            var buffer = [UInt8](repeating: 0, count: 65_536)
             while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { return }
-                pending.append(chunk)
+                // read(2), retried on EINTR: FileHandle.availableData traps on an interrupted read.
+                let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { return }
+                pending.append(contentsOf: buffer[0..<count])
                 while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
                     let line = pending[pending.startIndex..<newline]
                     pending.removeSubrange(pending.startIndex...newline)
@@ -304,30 +307,10 @@ struct RelayBench {
         let selfCPUBefore = cpuSeconds(getpid())
         let firstSubmitMs = nowMs()
         let deviceID = identity.deviceID
-        let submitted: [(String, Int64)] = try await withThrowingTaskGroup(of: [(String, Int64)].self) { group in
-            let perTask = (options.pushes + options.concurrency - 1) / options.concurrency
-            for task in 0..<options.concurrency {
-                let range = (task * perTask)..<min(options.pushes, (task + 1) * perTask)
-                guard !range.isEmpty else { continue }
-                let client = clients[task % clients.count]
-                let mine = Array(envelopes[range])
-                group.addTask {
-                    var times: [(String, Int64)] = []
-                    for envelope in mine {
-                        let sentAt = nowMs()
-                        let answer = try await client.submit(
-                            userID: bob,
-                            pushes: [(deviceID, envelope)],
-                            token: token
-                        )
-                        times.append((answer.pushes[0].pushID.lowercased(), sentAt))
-                    }
-                    return times
-                }
-            }
-            var all: [(String, Int64)] = []
-            for try await times in group { all += times }
-            return all
+        let submitted: [(String, Int64)] = try await Self.fanOut(envelopes, options, clients) { client, envelope in
+            let sentAt = nowMs()
+            let answer = try await client.submit(userID: bob, pushes: [(deviceID, envelope)], token: token)
+            return (answer.pushes[0].pushID.lowercased(), sentAt)
         }
         let lastAcceptedMs = nowMs()
         while log.count < options.pushes {
@@ -354,26 +337,9 @@ struct RelayBench {
         // spends on these is the request alone: TLS, HTTP/2, Hummingbird, the body, an answer.
         let floorCPUBefore = relays.map { cpuSeconds($0.processIdentifier) }
         let refusedUser = String(repeating: "x", count: 65)
-        let refused: Int = try await withThrowingTaskGroup(of: Int.self) { group in
-            let perTask = (options.pushes + options.concurrency - 1) / options.concurrency
-            for task in 0..<options.concurrency {
-                let range = (task * perTask)..<min(options.pushes, (task + 1) * perTask)
-                guard !range.isEmpty else { continue }
-                let client = clients[task % clients.count]
-                let mine = Array(envelopes[range])
-                group.addTask {
-                    var count = 0
-                    for envelope in mine {
-                        let code = await Self.refusal(client, refusedUser, deviceID, envelope, token)
-                        if code == .badUserID { count += 1 }
-                    }
-                    return count
-                }
-            }
-            var all = 0
-            for try await count in group { all += count }
-            return all
-        }
+        let refused = try await Self.fanOut(envelopes, options, clients) { client, envelope in
+            await Self.refusal(client, refusedUser, deviceID, envelope, token)
+        }.filter { $0 == .badUserID }.count
         guard refused == options.pushes else { Options.fail("\(refused) of \(options.pushes) floor submits refused") }
         let floorCPU = zip(relays, floorCPUBefore).map { cpuSeconds($0.processIdentifier) - $1 }.reduce(0, +)
         for client in clients { await client.shutdown() }
@@ -444,6 +410,33 @@ struct RelayBench {
         )
         let duplicates = metrics.split(separator: "\n").first { $0.hasPrefix("relay_duplicate_deliveries_total") }
         if let duplicates { print("  \(duplicates) (instance 0's count)") }
+    }
+
+    /// Runs `body` once per envelope, `options.concurrency` tasks in flight, each task on one client (round-robin
+    /// over the instances) with its own contiguous share of the envelopes.
+    static func fanOut<T: Sendable>(
+        _ envelopes: [Envelope],
+        _ options: Options,
+        _ clients: [RelayClient],
+        _ body: @escaping @Sendable (RelayClient, Envelope) async throws -> T
+    ) async throws -> [T] {
+        try await withThrowingTaskGroup(of: [T].self) { group in
+            let perTask = (envelopes.count + options.concurrency - 1) / options.concurrency
+            for task in 0..<options.concurrency {
+                let range = min(task * perTask, envelopes.count)..<min(envelopes.count, (task + 1) * perTask)
+                guard !range.isEmpty else { continue }
+                let client = clients[task % clients.count]
+                let mine = Array(envelopes[range])
+                group.addTask {
+                    var results: [T] = []
+                    for envelope in mine { results.append(try await body(client, envelope)) }
+                    return results
+                }
+            }
+            var all: [T] = []
+            for try await results in group { all += results }
+            return all
+        }
     }
 
     /// The code a submit was refused with (nil when it was accepted).

@@ -71,6 +71,22 @@ struct EngineHarness {
         )
     }
 
+    /// A new engine over the same state and accounts, as after a process restart, with its restart recovery done.
+    func restartedEngine(
+        reporter: any CallReporting,
+        logger: Logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) async throws -> FilterEngine {
+        let engine = try FilterEngine(
+            store: self.store,
+            accounts: await self.engine.accounts,
+            reporter: reporter,
+            now: self.clock.closure,
+            logger: logger
+        )
+        try await engine.recoverAfterRestart()
+        return engine
+    }
+
     /// Seals `content` from `from` (alice by default) to bob's current key (or `to`).
     func body(
         _ content: MessageContent,

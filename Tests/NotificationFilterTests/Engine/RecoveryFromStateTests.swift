@@ -112,14 +112,7 @@ struct RecoveryFromStateTests {
         let restarted = RecordsRestores(
             inner: CallKitReporter(configuration: .init(), sink: h.events, now: h.clock.closure, logger: logger)
         )
-        let engine = try FilterEngine(
-            store: h.store,
-            accounts: await h.engine.accounts,
-            reporter: restarted,
-            now: h.clock.closure,
-            logger: logger
-        )
-        try await engine.recoverAfterRestart()
+        _ = try await h.restartedEngine(reporter: restarted, logger: logger)
 
         // Before: the caller came from the ringing line when there was one ("mallory"), and video was false.
         let restored = await restarted.log.restored

@@ -157,14 +157,7 @@ struct RefusedCallTests {
         #expect(try h.store.transaction { tx in try tx.eventLines(after: 0) }.isEmpty)
         for _ in 0..<2 {  // a restart, then another: the event is recorded once
             let reporter = CallKitReporter(configuration: quiet, sink: outbox, now: h.clock.closure, logger: logger)
-            let engine = try FilterEngine(
-                store: h.store,
-                accounts: await h.engine.accounts,
-                reporter: reporter,
-                now: h.clock.closure,
-                logger: logger
-            )
-            try await engine.recoverAfterRestart()
+            _ = try await h.restartedEngine(reporter: reporter, logger: logger)
         }
         let lines = try h.store.transaction { tx in try tx.eventLines(after: 0) }
         #expect(lines.count == 1)

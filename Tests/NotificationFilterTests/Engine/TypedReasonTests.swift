@@ -205,14 +205,7 @@ struct TypedReasonTests {
         let restarted = RecordsRefusals(
             inner: CallKitReporter(configuration: quiet, sink: h.events, now: h.clock.closure, logger: logger)
         )
-        let engine = try FilterEngine(
-            store: h.store,
-            accounts: await h.engine.accounts,
-            reporter: restarted,
-            now: h.clock.closure,
-            logger: logger
-        )
-        try await engine.recoverAfterRestart()
+        _ = try await h.restartedEngine(reporter: restarted, logger: logger)
         #expect(await restarted.log.refusals == [.filteredByDoNotDisturb, newer])
     }
 }
