@@ -39,7 +39,7 @@ public protocol PushTransport: Sendable {
 
 extension SealedPush {
     /// The body `transport` sends for this push.
-    public func body<T: PushTransport>(_ transport: T.Type) -> [UInt8] {
+    public func framedBody<T: PushTransport>(_ transport: T.Type) -> [UInt8] {
         T.body(for: self.envelope)
     }
 

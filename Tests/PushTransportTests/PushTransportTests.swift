@@ -75,7 +75,7 @@ struct PushTransportTests {
             let body = push.apnsBody
             #expect(body.count <= APNsAlertTransport.maximumBodyLength)
             #expect(body.count == APNsAlertTransport.bodyLength(forBucket: push.bucket))
-            #expect(push.body(APNsAlertTransport.self) == body)
+            #expect(push.framedBody(APNsAlertTransport.self) == body)
             #expect(push.apnsBodyString == String(decoding: body, as: UTF8.self))
         }
     }
@@ -114,7 +114,7 @@ struct PushTransportTests {
     @Test("another transport carries an envelope sealed by PushPayload.seal and opened by PushPayload.open")
     func secondTransport() throws {
         for push in try self.sealedPerBucket() {
-            let body = push.body(FakeBinaryTransport.self)
+            let body = push.framedBody(FakeBinaryTransport.self)
             #expect(body.count == FakeBinaryTransport.bodyLength(forBucket: push.bucket))
             #expect(body.count <= FakeBinaryTransport.maximumBodyLength)
             #expect(body != push.apnsBody)

@@ -33,7 +33,8 @@ public struct E2EEError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let unknownSender = Code("unknown-sender")
         /// The Ed25519 signature over the inner message does not verify.
         public static let badSignature = Code("bad-signature")
-        /// The message, or the APNs body, does not fit the largest padding bucket / APNs' 4,096-byte limit.
+        /// The message does not fit the largest padding bucket, or a push body is above its transport's limit (APNs:
+        /// 4,096 bytes, `APNsAlertTransport` in PushTransport).
         public static let tooLarge = Code("too-large")
         /// An argument is invalid (a field too long for its length prefix, a bad key size...).
         public static let invalidArgument = Code("invalid-argument")
