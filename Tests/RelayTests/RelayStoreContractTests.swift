@@ -248,3 +248,49 @@ struct RelayStoreContractTests {
         try await store.purge(nowMs: 10_000_000_000)
     }
 }
+
+/// PostgreSQL out of disk space: a write the server refuses with SQLSTATE 53100 (`disk_full`) is `storage-full`, as
+/// on SQLite; health reports it until a write succeeds. The refusal is the server's own: a trigger raises it.
+@Suite("PostgreSQL with no room to write: storage-full, nothing half-stored, health until a write succeeds")
+struct PostgresDiskFullTests {
+    @Test(
+        "a submit refused with disk_full stores nothing and answers storage-full; health says so until a write succeeds",
+        .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)
+    )
+    func diskFull() async throws {
+        let store = try await PostgresRelayStore.connect(
+            url: try await PostgresTestServer.freshDatabaseURL(),
+            logger: Logger(label: "pg")
+        )
+        try await store.migrate()
+        try await RelayStoreContractTests.seed(store, pushes: 0)
+        try await store.ping()
+        try await store.executeForTesting(
+            """
+            CREATE FUNCTION no_room() RETURNS trigger AS $$
+            BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END
+            $$ LANGUAGE plpgsql
+            """
+        )
+        try await store.executeForTesting(
+            "CREATE TRIGGER no_room BEFORE INSERT ON pushes FOR EACH ROW EXECUTE FUNCTION no_room()"
+        )
+        let submit = NewSubmit(
+            userID: "u",
+            idempotencyKey: "full-1",
+            requestDigest: [1],
+            pushes: [("a", UUID().uuidString.lowercased(), [1, 2, 3])]
+        )
+        await #expect(throws: RelayError(.storageFull, "")) { _ = try await store.enqueue(submit, nowMs: 10) }
+        await #expect(throws: RelayError(.storageFull, "")) { try await store.ping() }
+        #expect(try await store.counts().isEmpty)
+
+        try await store.executeForTesting("DROP TRIGGER no_room ON pushes")
+        // The refused submit claimed nothing: the same key is a first submit now, not a duplicate.
+        let accepted = try await store.enqueue(submit, nowMs: 20)
+        #expect(accepted.duplicate == false)
+        #expect(try await store.counts() == [.queued: 1])
+        try await store.ping()
+        await store.close()
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 public import Logging
 import NIOCore
 import PostgresNIO
@@ -19,6 +20,9 @@ public final class PostgresRelayStore: RelayStore {
     /// keeps requests waiting for up to a minute before it fails them; an API answer must come sooner (503), and a
     /// client's request timeout is 10 s.
     let operationTimeout: Duration
+    /// The `storage-full` error of the last write, when the server refused it for lack of space (SQLSTATE 53100);
+    /// nil again once a write succeeds. The health endpoint answers 503 `storage-full` meanwhile.
+    private let lastWriteNoRoom = PThreadMutex<RelayError?>(nil)
 
     private init(
         client: PostgresClient,
@@ -153,6 +157,17 @@ public final class PostgresRelayStore: RelayStore {
 
     private func failure(_ error: any Error, _ operation: String) -> RelayError {
         if let relay = error as? RelayError { return relay }
+        if let psql = error as? PSQLError, psql.serverInfo?[.sqlState] == Self.diskFull {
+            let full = RelayError(
+                .storageFull,
+                "PostgreSQL at \(self.endpoint) has no room on its disk (\(Self.detail(error))) during \(operation): "
+                    + "nothing of this request was stored; free space on the database server's disk and send again "
+                    + "later. Pushes already accepted stay queued and are delivered once the database can write again",
+                retryAfterSeconds: 30
+            )
+            self.lastWriteNoRoom.withLock { $0 = full }
+            return full
+        }
         if let transaction = error as? PostgresTransactionError {
             // A decision made inside the transaction (a refusal) is the answer; the rollback is the mechanism.
             if let relay = transaction.closureError as? RelayError { return relay }
@@ -168,6 +183,9 @@ public final class PostgresRelayStore: RelayStore {
             retryAfterSeconds: 1
         )
     }
+
+    /// SQLSTATE `disk_full`.
+    static let diskFull = "53100"
 
     /// The answer when the database does not answer within ``operationTimeout`` (server down, network cut).
     private func timedOut(_ operation: String) -> RelayError {
@@ -211,9 +229,11 @@ public final class PostgresRelayStore: RelayStore {
     ) async throws(RelayError) -> T {
         let client = self.client
         let logger = self.logger
-        return try await self.bounded(operation) {
+        let value = try await self.bounded(operation) {
             try await client.withTransaction(logger: logger) { connection in try await body(connection) }
         }
+        self.lastWriteNoRoom.withLock { $0 = nil }
+        return value
     }
 
     private func read<T: Sendable>(
@@ -250,7 +270,19 @@ public final class PostgresRelayStore: RelayStore {
             _ = try await connection.query("SELECT 1", logger: logger)
             return true
         }
+        if let noRoom = self.lastWriteNoRoom.withLock({ $0 }) { throw noRoom }
     }
+
+    #if DEBUG
+    /// Runs `sql` as one statement (tests: a trigger that refuses writes as a full disk does).
+    func executeForTesting(_ sql: String) async throws(RelayError) {
+        let logger = self.logger
+        _ = try await self.read("test statement") { connection in
+            _ = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+            return true
+        }
+    }
+    #endif
 
     public func list(userID: String) async throws(RelayError) -> StoredList? {
         let logger = self.logger
@@ -563,6 +595,7 @@ public final class PostgresRelayStore: RelayStore {
             }
             throw RelayError(.storageUnavailable, "an idempotency record vanished during the submit: retry")
         }
+        self.lastWriteNoRoom.withLock { $0 = nil }
         if let earlier {
             return try StorePolicy.replay(earlier.digest, earlier.response, for: submit)
         }
