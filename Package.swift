@@ -8,6 +8,7 @@
 //   E2EECore           HPKE (RFC 9180) + Ed25519 on libsodium, wire format, padding, keys
 //   PushTransport      how a push service carries an envelope: APNsAlertTransport (the APNs JSON body, 4,096-byte
 //                      limit), shared by senders, the relay and the device side (no HTTP/TLS stack)
+//                      and PushLine, a push as one JSON line (request lines, spool records, kept payloads)
 //   Sender             building uniform APNs requests, the APNs HTTP/2 provider, token auth (re-exports PushTransport)
 //   APNsGateway        a local APNs-compatible HTTP/2 + TLS server (tests, demo)
 //   NotificationFilter the device side: decisions, call reporter, durable state (no HTTP/TLS stack)
@@ -114,6 +115,7 @@ let package = Package(
             name: "APNsGateway",
             dependencies: [
                 "Locking",
+                "PushTransport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -258,6 +260,7 @@ let package = Package(
                 "Locking",
                 "TestSupport",
                 "APNsGateway",
+                "PushTransport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -1,4 +1,5 @@
 import Foundation
+public import PushTransport
 
 /// One APNs request, exactly as it goes on the wire: the device token, the `apns-*` headers and the body bytes.
 ///
@@ -9,7 +10,8 @@ import Foundation
 ///  "apns-push-type":"alert","apns-topic":"com.example.app"},"body":"{\"aps\":{...},\"e2ee\":\"...\"}"}
 /// ```
 ///
-/// `body` is the exact body text (our bodies are ASCII JSON), so the line carries the bytes byte for byte.
+/// `body` is the exact body text (our bodies are ASCII JSON), so the line carries the bytes byte for byte. The line
+/// is a ``PushLine``, the one type of every push written as a JSON line (the gateway's spool records too).
 /// The `authorization` header is never part of this value: the provider adds it when it sends.
 public struct APNsRequest: Sendable, Hashable, Codable {
     /// The device token as lowercase hex (APNs tokens are hex; 32 bytes in practice, not assumed).
@@ -32,19 +34,43 @@ public struct APNsRequest: Sendable, Hashable, Codable {
     /// The body's UTF-8 bytes as sent.
     public var bodyBytes: [UInt8] { Array(self.body.utf8) }
 
-    enum CodingKeys: String, CodingKey {
-        case deviceToken = "device_token"
-        case headers
-        case body
+    /// The request as a ``PushLine`` (what it is printed and read as), naming `device` when given.
+    public func pushLine(device: String? = nil) -> PushLine {
+        PushLine(deviceToken: self.deviceToken, headers: self.headers, body: self.body, device: device)
     }
 
-    /// Encodes the request as one JSON line (no trailing newline), keys sorted so the line is deterministic.
+    /// Creates a request from a line that has `body`, `device_token` and `headers`; every other key is ignored.
+    ///
+    /// - Throws: `DecodingError.keyNotFound` naming the first of them missing.
+    public init(_ line: PushLine) throws {
+        func required<T>(_ value: T?, _ key: PushLine.CodingKeys) throws -> T {
+            guard let value else {
+                throw DecodingError.keyNotFound(
+                    key,
+                    DecodingError.Context(codingPath: [], debugDescription: "a request line has \"\(key.stringValue)\"")
+                )
+            }
+            return value
+        }
+        self.init(
+            deviceToken: try required(line.deviceToken, .deviceToken),
+            headers: try required(line.headers, .headers),
+            body: try required(line.body, .body)
+        )
+    }
+
+    public init(from decoder: any Decoder) throws {
+        try self.init(PushLine(from: decoder))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try self.pushLine().encode(to: encoder)
+    }
+
+    /// Encodes the request as one JSON line (no trailing newline), keys sorted so the line is deterministic
+    /// (``PushLine/jsonLine()``).
     public func jsonLine() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding a struct of strings cannot fail.
-        let data = try! encoder.encode(self)
-        return String(decoding: data, as: UTF8.self)
+        self.pushLine().jsonLine()
     }
 }
 
@@ -53,30 +79,6 @@ extension APNsRequest {
     /// each device of a fan-out. The device id is for the caller's records, never sent: `e2ee-send deliver` and
     /// `e2ee-filter run` ignore it.
     public func jsonLine(device: String?) -> String {
-        guard let device else { return self.jsonLine() }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding a struct of strings cannot fail.
-        let data = try! encoder.encode(DeviceRequestLine(request: self, device: device))
-        return String(decoding: data, as: UTF8.self)
-    }
-}
-
-/// A request line with the device it is for.
-private struct DeviceRequestLine: Encodable {
-    let request: APNsRequest
-    let device: String
-
-    enum CodingKeys: String, CodingKey {
-        case deviceToken = "device_token"
-        case headers, body, device
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(self.request.body, forKey: .body)
-        try c.encode(self.device, forKey: .device)
-        try c.encode(self.request.deviceToken, forKey: .deviceToken)
-        try c.encode(self.request.headers, forKey: .headers)
+        self.pushLine(device: device).jsonLine()
     }
 }

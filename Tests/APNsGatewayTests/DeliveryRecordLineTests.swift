@@ -1,9 +1,11 @@
 import APNsGateway
 import Foundation
+import PushTransport
 import TestSupport
 import Testing
 
-/// `DeliveryRecord.jsonLine()` is written by hand for speed; these hold it to `JSONEncoder`'s bytes.
+/// `DeliveryRecord.jsonLine()` is `PushLine.jsonLine()`, written by hand for speed; these hold both to `JSONEncoder`'s
+/// bytes (of the record, and of its `PushLine`).
 @Suite("Delivery record JSON line")
 struct DeliveryRecordLineTests {
     /// What the line was before it was written by hand, and what it must stay: `JSONEncoder`, sorted keys,
@@ -11,7 +13,11 @@ struct DeliveryRecordLineTests {
     private func reference(_ record: DeliveryRecord) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(record), as: UTF8.self)
+        let text = String(decoding: try encoder.encode(record), as: UTF8.self)
+        // The record's line is its PushLine's, whichever way it is written.
+        #expect(String(decoding: try encoder.encode(record.pushLine), as: UTF8.self) == text)
+        #expect(record.pushLine.jsonLine() == text)
+        return text
     }
 
     private func record(body: [UInt8], headers: [String: String], seq: Int = 7) -> DeliveryRecord {

@@ -1,8 +1,9 @@
 import Foundation
+public import PushTransport
 
 /// One accepted push, as the gateway hands it to a ``DeliverySink``.
 ///
-/// Serialised as ONE JSON line with sorted keys, the same key names the sender's request lines use:
+/// Serialised as ONE JSON line with sorted keys, a ``PushLine`` (the one type of the sender's request lines too):
 ///
 /// ```json
 /// {"apns_id":"<UUID>","body":"<exact body text>","device_token":"<hex>","headers":{"apns-expiration":"0",...},
@@ -44,72 +45,73 @@ public struct DeliveryRecord: Sendable, Codable, Hashable {
         bodyBytes: [UInt8],
         receivedAtMs: Int64
     ) {
+        let line = PushLine(bodyBytes: bodyBytes)
         self.seq = seq
         self.apnsID = apnsID
         self.deviceToken = deviceToken
         self.headers = headers
-        if let text = String(validating: bodyBytes, as: UTF8.self) {
-            self.body = text
-            self.bodyBase64 = nil
-        } else {
-            self.body = nil
-            self.bodyBase64 = Data(bodyBytes).base64EncodedString()
-        }
+        self.body = line.body
+        self.bodyBase64 = line.bodyBase64
         self.receivedAtMs = receivedAtMs
+    }
+
+    /// Creates a record from a line that has every key a spool record requires.
+    ///
+    /// - Parameter line: The line; its `device`, if any, is ignored.
+    /// - Throws: `DecodingError.keyNotFound` naming the first key missing (`seq`, `apns_id`, `device_token`,
+    ///   `headers`, `received_at_ms`).
+    public init(_ line: PushLine) throws {
+        func required<T>(_ value: T?, _ key: PushLine.CodingKeys) throws -> T {
+            guard let value else {
+                throw DecodingError.keyNotFound(
+                    key,
+                    DecodingError.Context(codingPath: [], debugDescription: "a spool record has \"\(key.stringValue)\"")
+                )
+            }
+            return value
+        }
+        self.seq = try Int(required(line.seq, .seq))
+        self.apnsID = try required(line.apnsID, .apnsID)
+        self.deviceToken = try required(line.deviceToken, .deviceToken)
+        self.headers = try required(line.headers, .headers)
+        self.body = line.body
+        self.bodyBase64 = line.bodyBase64
+        self.receivedAtMs = try required(line.receivedAtMs, .receivedAtMs)
+    }
+
+    /// The record as a ``PushLine`` (what it is written and read as).
+    public var pushLine: PushLine {
+        PushLine(
+            seq: Int64(self.seq),
+            apnsID: self.apnsID,
+            deviceToken: self.deviceToken,
+            headers: self.headers,
+            body: self.body,
+            bodyBase64: self.bodyBase64,
+            receivedAtMs: self.receivedAtMs
+        )
     }
 
     /// The body bytes, from `body` or `bodyBase64`.
     public var bodyBytes: [UInt8] {
-        if let body { return Array(body.utf8) }
-        if let bodyBase64, let data = Data(base64Encoded: bodyBase64) { return Array(data) }
-        return []
+        self.pushLine.bodyBytes ?? []
     }
 
-    enum CodingKeys: String, CodingKey {
-        case seq
-        case apnsID = "apns_id"
-        case deviceToken = "device_token"
-        case headers
-        case body
-        case bodyBase64 = "body_base64"
-        case receivedAtMs = "received_at_ms"
+    public init(from decoder: any Decoder) throws {
+        try self.init(PushLine(from: decoder))
     }
 
-    /// The record as one JSON line with sorted keys, without the trailing newline.
-    ///
-    /// Written by hand in one pass: the bytes are exactly what `JSONEncoder` with `[.sortedKeys,
-    /// .withoutEscapingSlashes]` makes of the record (a test holds the two equal), at a fraction of its cost: this
-    /// runs once per accepted push.
+    public func encode(to encoder: any Encoder) throws {
+        try self.pushLine.encode(to: encoder)
+    }
+
+    /// The record as one JSON line with sorted keys, without the trailing newline: ``PushLine/jsonLine()``, whose
+    /// bytes are exactly what `JSONEncoder` with `[.sortedKeys, .withoutEscapingSlashes]` makes of the record (a
+    /// test holds the two equal), at a fraction of its cost: this runs once per accepted push.
     ///
     /// - Returns: The JSON text; it holds no newline characters.
     public func jsonLine() -> String {
-        var out: [UInt8] = []
-        out.reserveCapacity(160 + (self.body?.utf8.count ?? 0) + (self.bodyBase64?.utf8.count ?? 0))
-        out.append(contentsOf: #"{"apns_id":"#.utf8)
-        JSONText.appendString(self.apnsID, to: &out)
-        if let body = self.body {
-            out.append(contentsOf: #","body":"#.utf8)
-            JSONText.appendString(body, to: &out)
-        }
-        if let bodyBase64 = self.bodyBase64 {
-            out.append(contentsOf: #","body_base64":"#.utf8)
-            JSONText.appendString(bodyBase64, to: &out)
-        }
-        out.append(contentsOf: #","device_token":"#.utf8)
-        JSONText.appendString(self.deviceToken, to: &out)
-        out.append(contentsOf: #","headers":{"#.utf8)
-        for (index, name) in JSONText.sortedKeys(self.headers.keys).enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            JSONText.appendString(name, to: &out)
-            out.append(UInt8(ascii: ":"))
-            JSONText.appendString(self.headers[name]!, to: &out)
-        }
-        out.append(contentsOf: #"},"received_at_ms":"#.utf8)
-        out.append(contentsOf: String(self.receivedAtMs).utf8)
-        out.append(contentsOf: #","seq":"#.utf8)
-        out.append(contentsOf: String(self.seq).utf8)
-        out.append(UInt8(ascii: "}"))
-        return String(decoding: out, as: UTF8.self)
+        self.pushLine.jsonLine()
     }
 
     /// Parses one JSON line.

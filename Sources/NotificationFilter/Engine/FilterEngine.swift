@@ -105,7 +105,7 @@ public actor FilterEngine {
             let kept = try self.store.transaction { tx in
                 var kept = 0
                 for input in inputs where try !deduplicateBySeq || tx.decision(forSeq: input.seq) == nil {
-                    if try tx.enqueuePending(seq: input.seq, payload: Self.pendingText(input), atMs: nowMs) {
+                    if try tx.enqueuePending(seq: input.seq, payload: PayloadInput.pendingText(input), atMs: nowMs) {
                         kept += 1
                     }
                 }
@@ -194,14 +194,6 @@ public actor FilterEngine {
         outcome.decisions = decisions
         outcome.lines = lines
         return outcome
-    }
-
-    static func pendingText(_ input: PayloadInput) -> String {
-        if let body = input.body {
-            return
-                "{\"apns_id\":\(input.apnsID.map { "\"\($0)\"" } ?? "null"),\"body_base64\":\"\(Data(body).base64EncodedString())\",\"seq\":\(input.seq)}"
-        }
-        return "{\"seq\":\(input.seq),\"malformed\":true}"
     }
 
     // MARK: - unlock

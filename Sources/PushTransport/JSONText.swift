@@ -1,7 +1,5 @@
-import Foundation
-
-/// The two pieces of JSON writing the delivery record needs, matching `JSONEncoder`'s output with `[.sortedKeys,
-/// .withoutEscapingSlashes]` byte for byte (``DeliveryRecord/jsonLine()`` is tested against it).
+/// The pieces of JSON writing ``PushLine/jsonLine()`` needs, matching `JSONEncoder`'s output with `[.sortedKeys,
+/// .withoutEscapingSlashes]` byte for byte (the line is tested against it).
 enum JSONText {
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
