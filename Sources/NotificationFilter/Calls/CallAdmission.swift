@@ -14,22 +14,52 @@ public import Foundation
 public struct CallAdmission: Sendable, Hashable {
     /// The provider's configuration when the copy was taken.
     public var configuration: CallProviderConfiguration
-    /// Calls that are live (ringing or active).
-    public var liveIDs: Set<UUID>
-    /// Calls that ended recently (their ids are refused as duplicates).
-    public var endedIDs: Set<UUID>
+    /// The provider's sets when the copy was taken: shared with the provider, never written here (a batch's changes
+    /// go to the small sets below, so taking and updating a copy costs nothing per live call).
+    private let baseLive: Set<UUID>
+    private let baseEnded: Set<UUID>
+    /// Admitted since the copy was taken.
+    private var admitted: Set<UUID> = []
+    /// Ended since the copy was taken.
+    private var endedSince: Set<UUID> = []
+    /// How many calls are live.
+    private var liveCount: Int
 
     public init(configuration: CallProviderConfiguration, liveIDs: Set<UUID> = [], endedIDs: Set<UUID> = []) {
         self.configuration = configuration
-        self.liveIDs = liveIDs
-        self.endedIDs = endedIDs
+        self.baseLive = liveIDs
+        self.baseEnded = endedIDs
+        self.liveCount = liveIDs.count
+    }
+
+    /// Calls that are live (ringing or active).
+    public var liveIDs: Set<UUID> { self.baseLive.union(self.admitted).subtracting(self.endedSince) }
+    /// Calls that ended recently (their ids are refused as duplicates).
+    public var endedIDs: Set<UUID> { self.baseEnded.union(self.endedSince) }
+
+    private func isLive(_ uuid: UUID) -> Bool {
+        !self.endedSince.contains(uuid) && (self.admitted.contains(uuid) || self.baseLive.contains(uuid))
+    }
+
+    private func hasEnded(_ uuid: UUID) -> Bool {
+        self.endedSince.contains(uuid) || self.baseEnded.contains(uuid)
+    }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.configuration == rhs.configuration && lhs.liveIDs == rhs.liveIDs && lhs.endedIDs == rhs.endedIDs
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(self.configuration)
+        hasher.combine(self.liveIDs)
+        hasher.combine(self.endedIDs)
     }
 
     /// Why the call would be refused, or nil if it would ring. Checks, in order: the id is not live or recently
     /// ended; the handle type is supported; the handle is not blocked; do-not-disturb is off; fewer than
     /// `maximumCallGroups` calls are live.
     public func refusal(uuid: UUID, update: CallUpdate) -> IncomingCallError? {
-        if self.liveIDs.contains(uuid) || self.endedIDs.contains(uuid) {
+        if self.isLive(uuid) || self.hasEnded(uuid) {
             return IncomingCallError(
                 code: .callUUIDAlreadyExists,
                 message: "call \(uuid) was already reported; report each call id once"
@@ -47,10 +77,10 @@ public struct CallAdmission: Sendable, Hashable {
         guard !self.configuration.doNotDisturb else {
             return IncomingCallError(code: .filteredByDoNotDisturb, message: "do-not-disturb is on")
         }
-        guard self.liveIDs.count < self.configuration.maximumCallGroups else {
+        guard self.liveCount < self.configuration.maximumCallGroups else {
             return IncomingCallError(
                 code: .maximumCallsReached,
-                message: "\(self.liveIDs.count) calls are live, the maximum is \(self.configuration.maximumCallGroups)"
+                message: "\(self.liveCount) calls are live, the maximum is \(self.configuration.maximumCallGroups)"
             )
         }
         return nil
@@ -59,12 +89,15 @@ public struct CallAdmission: Sendable, Hashable {
     /// Like ``refusal(uuid:update:)``, and an admitted call then counts as live for the next one.
     public mutating func admit(uuid: UUID, update: CallUpdate) -> IncomingCallError? {
         if let refusal = self.refusal(uuid: uuid, update: update) { return refusal }
-        self.liveIDs.insert(uuid)
+        self.admitted.insert(uuid)
+        self.liveCount += 1
         return nil
     }
 
     /// A live call ends: it no longer counts against the maximum, and its id is not reported again.
     public mutating func end(uuid: UUID) {
-        if self.liveIDs.remove(uuid) != nil { self.endedIDs.insert(uuid) }
+        guard self.isLive(uuid) else { return }
+        self.endedSince.insert(uuid)
+        self.liveCount -= 1
     }
 }

@@ -30,6 +30,8 @@ public actor CallProvider {
     private let logger: Logger
     private let now: @Sendable () -> Date
     private var calls: [UUID: LiveCall] = [:]
+    /// The keys of `calls`, kept beside it so ``admission`` shares a set instead of building one per batch.
+    private var liveIDs: Set<UUID> = []
     private var endedOrder: [UUID] = []
     private var endedIDs: Set<UUID> = []
 
@@ -86,6 +88,7 @@ public actor CallProvider {
         let reportedAt = now()
         let timeout = max(0, ringTimeoutSeconds ?? configuration.defaultRingTimeoutSeconds)
         calls[uuid] = LiveCall(update: shown, state: .ringing, ringDeadline: reportedAt.addingTimeInterval(timeout))
+        liveIDs.insert(uuid)
         logger.info("call ringing", metadata: ["callID": "\(uuid)", "ringTimeoutSeconds": "\(timeout)"])
         emit(.ringing, uuid, shown, reason: nil, at: reportedAt)
     }
@@ -93,7 +96,7 @@ public actor CallProvider {
     /// The rules ``reportNewIncomingCall(uuid:update:ringTimeoutSeconds:)`` applies, with the calls live now: a
     /// copy, so a caller can learn whether a call would ring before reporting it.
     public var admission: CallAdmission {
-        CallAdmission(configuration: configuration, liveIDs: Set(calls.keys), endedIDs: endedIDs)
+        CallAdmission(configuration: configuration, liveIDs: liveIDs, endedIDs: endedIDs)
     }
 
     /// Records an incoming call that was refused (the ``admission`` said so) as missed: a `missed` event whose
@@ -128,6 +131,7 @@ public actor CallProvider {
         var shown = update
         if !configuration.supportsVideo { shown.hasVideo = false }
         calls[uuid] = LiveCall(update: shown, state: .ringing, ringDeadline: ringDeadline)
+        liveIDs.insert(uuid)
         logger.info("ringing call restored", metadata: ["callID": "\(uuid)"])
         return true
     }
@@ -234,6 +238,7 @@ public actor CallProvider {
 
     private func finish(_ uuid: UUID, _ call: LiveCall, event: CallEvent.Kind, reason: CallEndedReason, at date: Date) {
         calls[uuid] = nil
+        liveIDs.remove(uuid)
         remember(uuid)
         logger.info("call \(event)", metadata: ["callID": "\(uuid)", "reason": "\(reason)"])
         emit(event, uuid, call.update, reason: .ended(reason), at: date)

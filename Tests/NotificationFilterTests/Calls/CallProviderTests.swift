@@ -194,3 +194,39 @@ struct CallProviderTests {
         #expect(h.sink.events.map(\.event) == [.missed])
     }
 }
+
+@Suite("CallAdmission: the provider's rules as a copy a batch updates")
+struct CallAdmissionTests {
+    @Test("a copy of the provider's calls: admits up to the maximum, counts ends, refuses ended and live ids")
+    func copyThenBatch() async throws {
+        let h = CallHarness(CallProviderConfiguration(maximumCallGroups: 3))
+        let ringing = UUID()
+        let ended = UUID()
+        try await h.provider.reportNewIncomingCall(uuid: ringing, update: callUpdate())
+        try await h.provider.reportNewIncomingCall(uuid: ended, update: callUpdate())
+        _ = await h.provider.reportCall(uuid: ended, endedAt: nil, reason: .remoteEnded)
+
+        var admission = await h.provider.admission
+        #expect(admission.liveIDs == [ringing])
+        #expect(admission.endedIDs == [ended])
+        #expect(admission.refusal(uuid: ringing, update: callUpdate())?.code == .callUUIDAlreadyExists)
+        #expect(admission.refusal(uuid: ended, update: callUpdate())?.code == .callUUIDAlreadyExists)
+
+        let first = UUID()
+        let second = UUID()
+        let third = UUID()
+        #expect(admission.admit(uuid: first, update: callUpdate()) == nil)
+        #expect(admission.admit(uuid: second, update: callUpdate()) == nil)
+        #expect(admission.admit(uuid: third, update: callUpdate())?.code == .maximumCallsReached)
+        admission.end(uuid: ringing)
+        admission.end(uuid: ringing)  // once: a second end changes nothing
+        #expect(admission.admit(uuid: first, update: callUpdate())?.code == .callUUIDAlreadyExists)
+        #expect(admission.admit(uuid: third, update: callUpdate()) == nil)
+        admission.end(uuid: third)
+        #expect(admission.liveIDs == [first, second])
+        #expect(admission.endedIDs == [ended, ringing, third])
+        #expect(admission.refusal(uuid: third, update: callUpdate())?.code == .callUUIDAlreadyExists)
+        // The provider's own calls are untouched by the copy.
+        #expect(await h.provider.admission.liveIDs == [ringing])
+    }
+}
