@@ -1,11 +1,11 @@
 /// The pieces of JSON writing ``PushLine/jsonLine()`` needs, matching `JSONEncoder`'s output with `[.sortedKeys,
 /// .withoutEscapingSlashes]` byte for byte (the line is tested against it).
-enum JSONText {
+package enum JSONText {
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// Appends `text` as a JSON string literal: `"` and `\\` escaped, control characters as `\\b \\f \\n \\r \\t` or
     /// `\\u00XX`, everything else (`/` and non-ASCII included) as its UTF-8 bytes.
-    static func appendString(_ text: String, to out: inout [UInt8]) {
+    package static func appendString(_ text: String, to out: inout [UInt8]) {
         var text = text
         text.withUTF8 { bytes in
             out.append(UInt8(ascii: "\""))
@@ -38,7 +38,7 @@ enum JSONText {
     }
 
     /// Object keys in the order `JSONEncoder`'s `.sortedKeys` writes them: by their UTF-8 bytes.
-    static func sortedKeys(_ keys: some Sequence<String>) -> [String] {
+    package static func sortedKeys(_ keys: some Sequence<String>) -> [String] {
         keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 }
