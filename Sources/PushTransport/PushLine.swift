@@ -88,6 +88,19 @@ public struct PushLine: Codable, Sendable, Hashable {
         return nil
     }
 
+    /// `value`, which a `shape` (`"a spool record"`, `"a request line"`) must have under `key`.
+    ///
+    /// - Throws: `DecodingError.keyNotFound` naming `key` when `value` is nil.
+    public static func required<T>(_ value: T?, _ key: CodingKeys, in shape: String) throws -> T {
+        guard let value else {
+            throw DecodingError.keyNotFound(
+                key,
+                DecodingError.Context(codingPath: [], debugDescription: "\(shape) has \"\(key.stringValue)\"")
+            )
+        }
+        return value
+    }
+
     public enum CodingKeys: String, CodingKey, Sendable {
         case seq
         case apnsID = "apns_id"

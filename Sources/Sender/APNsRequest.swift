@@ -44,13 +44,7 @@ public struct APNsRequest: Sendable, Hashable, Codable {
     /// - Throws: `DecodingError.keyNotFound` naming the first of them missing.
     public init(_ line: PushLine) throws {
         func required<T>(_ value: T?, _ key: PushLine.CodingKeys) throws -> T {
-            guard let value else {
-                throw DecodingError.keyNotFound(
-                    key,
-                    DecodingError.Context(codingPath: [], debugDescription: "a request line has \"\(key.stringValue)\"")
-                )
-            }
-            return value
+            try PushLine.required(value, key, in: "a request line")
         }
         self.init(
             deviceToken: try required(line.deviceToken, .deviceToken),

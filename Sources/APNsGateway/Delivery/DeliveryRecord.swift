@@ -62,13 +62,7 @@ public struct DeliveryRecord: Sendable, Codable, Hashable {
     ///   `headers`, `received_at_ms`).
     public init(_ line: PushLine) throws {
         func required<T>(_ value: T?, _ key: PushLine.CodingKeys) throws -> T {
-            guard let value else {
-                throw DecodingError.keyNotFound(
-                    key,
-                    DecodingError.Context(codingPath: [], debugDescription: "a spool record has \"\(key.stringValue)\"")
-                )
-            }
-            return value
+            try PushLine.required(value, key, in: "a spool record")
         }
         self.seq = try Int(required(line.seq, .seq))
         self.apnsID = try required(line.apnsID, .apnsID)
