@@ -42,3 +42,30 @@ package enum JSONText {
         keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 }
+
+/// The members of one JSON object written in one pass: a comma before every member but the first. The caller gives
+/// the keys in sorted order (``JSONText/sortedKeys(_:)``) and writes the braces; a nested object gets its own.
+package struct JSONMembers {
+    private var first = true
+
+    package init() {}
+
+    package mutating func key(_ name: StaticString, _ out: inout [UInt8]) {
+        if !self.first { out.append(UInt8(ascii: ",")) }
+        self.first = false
+        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        out.append(contentsOf: #"":"#.utf8)
+    }
+
+    package mutating func string(_ name: StaticString, _ value: String, _ out: inout [UInt8]) {
+        self.key(name, &out)
+        JSONText.appendString(value, to: &out)
+    }
+
+    /// A number or `true`/`false`, written as given.
+    package mutating func literal(_ name: StaticString, _ value: String, _ out: inout [UInt8]) {
+        self.key(name, &out)
+        out.append(contentsOf: value.utf8)
+    }
+}

@@ -124,36 +124,14 @@ public struct PushLine: Codable, Sendable, Hashable {
         out.append(UInt8(ascii: "{"))
         // The keys in UTF-8 byte order: apns_id, body, body_base64, device, device_token, headers,
         // received_at_ms, seq.
-        var first = true
-        func key(_ name: StaticString) {
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            out.append(UInt8(ascii: "\""))
-            out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-            out.append(contentsOf: #"":"#.utf8)
-        }
-        if let apnsID = self.apnsID {
-            key("apns_id")
-            JSONText.appendString(apnsID, to: &out)
-        }
-        if let body = self.body {
-            key("body")
-            JSONText.appendString(body, to: &out)
-        }
-        if let bodyBase64 = self.bodyBase64 {
-            key("body_base64")
-            JSONText.appendString(bodyBase64, to: &out)
-        }
-        if let device = self.device {
-            key("device")
-            JSONText.appendString(device, to: &out)
-        }
-        if let deviceToken = self.deviceToken {
-            key("device_token")
-            JSONText.appendString(deviceToken, to: &out)
-        }
+        var members = JSONMembers()
+        if let apnsID = self.apnsID { members.string("apns_id", apnsID, &out) }
+        if let body = self.body { members.string("body", body, &out) }
+        if let bodyBase64 = self.bodyBase64 { members.string("body_base64", bodyBase64, &out) }
+        if let device = self.device { members.string("device", device, &out) }
+        if let deviceToken = self.deviceToken { members.string("device_token", deviceToken, &out) }
         if let headers = self.headers {
-            key("headers")
+            members.key("headers", &out)
             out.append(UInt8(ascii: "{"))
             for (index, name) in JSONText.sortedKeys(headers.keys).enumerated() {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
@@ -163,14 +141,8 @@ public struct PushLine: Codable, Sendable, Hashable {
             }
             out.append(UInt8(ascii: "}"))
         }
-        if let receivedAtMs = self.receivedAtMs {
-            key("received_at_ms")
-            out.append(contentsOf: String(receivedAtMs).utf8)
-        }
-        if let seq = self.seq {
-            key("seq")
-            out.append(contentsOf: String(seq).utf8)
-        }
+        if let receivedAtMs = self.receivedAtMs { members.literal("received_at_ms", String(receivedAtMs), &out) }
+        if let seq = self.seq { members.literal("seq", String(seq), &out) }
         out.append(UInt8(ascii: "}"))
         return String(decoding: out, as: UTF8.self)
     }

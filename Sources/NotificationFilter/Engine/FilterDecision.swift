@@ -150,28 +150,3 @@ public struct FilterDecision: Sendable, Hashable, Codable {
         threadID: nil
     )
 }
-
-/// The members of one JSON object as ``FilterDecision/jsonLine()`` writes them: a comma before every member but
-/// the first; the caller gives the keys in sorted order and writes the braces.
-private struct JSONMembers {
-    private var first = true
-
-    mutating func key(_ name: StaticString, _ out: inout [UInt8]) {
-        if !self.first { out.append(UInt8(ascii: ",")) }
-        self.first = false
-        out.append(UInt8(ascii: "\""))
-        out.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-        out.append(contentsOf: #"":"#.utf8)
-    }
-
-    mutating func string(_ name: StaticString, _ value: String, _ out: inout [UInt8]) {
-        self.key(name, &out)
-        JSONText.appendString(value, to: &out)
-    }
-
-    /// A number or `true`/`false`, written as given.
-    mutating func literal(_ name: StaticString, _ value: String, _ out: inout [UInt8]) {
-        self.key(name, &out)
-        out.append(contentsOf: value.utf8)
-    }
-}
