@@ -309,8 +309,8 @@ public final class RelayService: Sendable {
         }
 
         // One read for everything the checks below need; the refusals keep their order.
-        let token = Self.parseToken(authorization)
-        let context = try await self.store.submitContext(userID: userID, tokenHash: try? token?.get().sha256)
+        let token = Self.parseTokenHash(authorization)
+        let context = try await self.store.submitContext(userID: userID, tokenHash: try? token?.get())
         guard context.hasList else {
             throw RelayError(.unknownUser, "no device list is published for user \"\(userID)\"")
         }
@@ -374,8 +374,9 @@ public final class RelayService: Sendable {
         return RelayAPI.SubmitResponse(pushes: outcome.pushes, duplicate: outcome.duplicate)
     }
 
-    /// The delivery token of an `Authorization` header: nil when there is none, a failure when it is malformed.
-    private static func parseToken(_ authorization: String?) -> Result<DeliveryToken, RelayError>? {
+    /// The SHA-256 of the delivery token of an `Authorization` header: nil when there is none, a failure when it is
+    /// malformed.
+    private static func parseTokenHash(_ authorization: String?) -> Result<[UInt8], RelayError>? {
         guard let authorization, !authorization.isEmpty else { return nil }
         let parts = authorization.split(separator: " ", omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer", let token = DeliveryToken(hex: String(parts[1]))
@@ -384,12 +385,12 @@ public final class RelayService: Sendable {
                 RelayError(.badDeliveryToken, "the Authorization header must be 'Bearer <64 hex digits>'")
             )
         }
-        return .success(token)
+        return .success(token.sha256)
     }
 
     /// The token's hash once it is present, well formed and one of the user's (`valid`, read from the store).
     private static func checkToken(
-        _ token: Result<DeliveryToken, RelayError>?,
+        _ token: Result<[UInt8], RelayError>?,
         valid: Bool
     ) throws(RelayError) -> [UInt8] {
         guard let token else {
@@ -398,7 +399,7 @@ public final class RelayService: Sendable {
                 "send the recipient's delivery token as 'Authorization: Bearer <64 hex>' (the recipient gives it to its contacts)"
             )
         }
-        let hash = try token.get().sha256
+        let hash = try token.get()
         guard valid else {
             throw RelayError(
                 .badDeliveryToken,
