@@ -8,4 +8,19 @@ public protocol CallEventSink: Sendable {
     ///
     /// - Parameter event: The event to record.
     func emit(_ event: CallEvent)
+
+    /// Events emitted from now until the matching ``endBatch()`` may be held and recorded together then (one
+    /// commit for a batch of payloads instead of one per event). Batches nest; the outermost end records.
+    func beginBatch()
+
+    /// Records the events held since the matching ``beginBatch()``, in the order they were emitted.
+    func endBatch()
+}
+
+extension CallEventSink {
+    /// Records each event as it comes: nothing is held.
+    public func beginBatch() {}
+
+    /// Nothing is held.
+    public func endBatch() {}
 }

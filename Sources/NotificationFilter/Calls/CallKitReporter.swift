@@ -111,6 +111,14 @@ public final class CallKitReporter: CallReporting, Sendable {
         )
     }
 
+    public func beginEventBatch() {
+        self.sink.beginBatch()
+    }
+
+    public func endEventBatch() {
+        self.sink.endBatch()
+    }
+
     /// Handoffs that completed without a call report: iOS would terminate the app. Always zero.
     public var violations: Int {
         get async { await self.reporter.counters.violations }

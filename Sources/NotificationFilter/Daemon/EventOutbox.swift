@@ -1,14 +1,22 @@
+import Locking
 public import Logging
 
 /// The durable outlet for call events and notices: each event is first committed to the state file (where a
 /// UNIQUE key on (event, account, call) makes a second `ringing` for one call impossible), then written to the
 /// events output and handed to the hook. After a crash the daemon writes what the output lacks
 /// (``reconcile()``), so no event is lost and none is written twice.
+///
+/// Between ``beginBatch()`` and ``endBatch()`` (the engine reporting one batch of payloads) events are held and
+/// committed in one transaction at the end: one commit per batch, not one per event. A crash before that commit
+/// loses no event: the calls they belong to are in the state, and a restart reports them again
+/// (``FilterEngine/recoverAfterRestart()``).
 public final class EventOutbox: CallEventSink, Sendable {
     let store: FilterStateStore
     let writer: LineWriter?
     let forward: (any CallEventSink)?
     let logger: Logger
+    /// How deep in nested batches, and the events held until the outermost one ends.
+    private let held = PThreadMutex<(depth: Int, events: [CallEvent])>((0, []))
 
     /// - Parameters:
     ///   - store: the state file the outbox lives in.
@@ -23,22 +31,56 @@ public final class EventOutbox: CallEventSink, Sendable {
         self.logger = logger
     }
 
-    /// Records a call event from the provider (CallEventSink). Never throws: a failure is logged.
+    /// Records a call event from the provider (CallEventSink), or holds it inside a batch. Never throws: a
+    /// failure is logged.
     public func emit(_ event: CallEvent) {
+        let isHeld = self.held.withLock { held in
+            guard held.depth > 0 else { return false }
+            held.events.append(event)
+            return true
+        }
+        if !isHeld { self.recordAll([event]) }
+    }
+
+    public func beginBatch() {
+        self.held.withLock { $0.depth += 1 }
+    }
+
+    public func endBatch() {
+        let events = self.held.withLock { held -> [CallEvent] in
+            precondition(held.depth > 0, "endBatch() without beginBatch()")
+            held.depth -= 1
+            guard held.depth == 0 else { return [] }
+            defer { held.events = [] }
+            return held.events
+        }
+        if !events.isEmpty { self.recordAll(events) }
+    }
+
+    /// Commits `events` in one transaction, then writes and forwards the new ones (a duplicate `ringing` of a
+    /// restored call is neither written nor forwarded). A failure is logged for each event.
+    private func recordAll(_ events: [CallEvent]) {
         do {
-            if try self.record(
-                event: event.event.rawValue,
-                account: event.account,
-                callID: event.callID,
-                line: event.jsonLine()
-            ) {
-                self.forward?.emit(event)
+            let lines = events.map { $0.jsonLine() }
+            let inserted = try self.store.transaction { tx in
+                try zip(events, lines).map { event, line in
+                    try tx.appendEvent(
+                        event: event.event.rawValue,
+                        account: event.account,
+                        callID: event.callID,
+                        line: line
+                    )
+                }
             }
+            try self.writer?.write(zip(lines, inserted).filter(\.1).map(\.0))
+            for (event, isNew) in zip(events, inserted) where isNew { self.forward?.emit(event) }
         } catch {
-            self.logger.error(
-                "call event could not be recorded",
-                metadata: ["event": "\(event.event)", "error": "\(error)"]
-            )
+            for event in events {
+                self.logger.error(
+                    "call event could not be recorded",
+                    metadata: ["event": "\(event.event)", "error": "\(error)"]
+                )
+            }
         }
     }
 

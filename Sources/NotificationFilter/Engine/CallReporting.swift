@@ -39,6 +39,22 @@ public protocol CallReporting: Sendable {
     func apply(_ action: CallUserAction, _ handoff: FilterDecision.Handoff) async
     /// Caller's side: a callee (`byUser`, device `byDevice`) declined the call `callID` this user placed.
     func reportRemoteDeclined(account: String, callID: UUID, byUser: String, byDevice: String?, atMs: Int64) async
+
+    /// The engine is about to report a batch's calls: the events they cause may be held and recorded together at
+    /// ``endEventBatch()`` (``CallEventSink/beginBatch()``). The engine settles nothing in the state that depends
+    /// on those events being recorded before it has called ``endEventBatch()``.
+    func beginEventBatch()
+
+    /// Records the events held since ``beginEventBatch()``.
+    func endEventBatch()
+}
+
+extension CallReporting {
+    /// Events are recorded as they come.
+    public func beginEventBatch() {}
+
+    /// Nothing is held.
+    public func endEventBatch() {}
 }
 
 /// What the user does with a ringing call, from the CLI (`e2ee-filter answer` / `decline`).

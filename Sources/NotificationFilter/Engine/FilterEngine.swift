@@ -429,6 +429,8 @@ public actor FilterEngine {
             }
         }
         var declines: [RemoteDeclineRecord] = []
+        // The batch's events are committed together after its last report (one commit, not one per event).
+        self.reporter.beginEventBatch()
         for action in actions {
             switch action {
             case .handOff(let handoff): await self.reporter.handOff(handoff)
@@ -440,6 +442,7 @@ public actor FilterEngine {
                 declines.append(decline)
             }
         }
+        self.reporter.endEventBatch()
         do {
             try await self.reportRemoteDeclines(declines)
         } catch {
