@@ -145,54 +145,41 @@ public final class FilterDaemon: Service, Sendable {
 
         let firstSeq = startSeq
         let inputCount = try await cancelWhenGracefulShutdown {
-            // A line without its own seq gets the one after the previous input's (spool: resumed from the committed
-            // progress, so a restart never reuses a number).
-            var lineNumber: Int64 = firstSeq
             var sincePrune = 0
             var lastPruneMs = self.engine.now()
             var writtenThrough: Int64? = nil
-            while let lines = await source.nextLines(limit: self.configuration.batchSize) {
-                if lines.isEmpty { break }  // only when cancelled (SIGTERM) while waiting for input
-                var inputs: [PayloadInput] = []
-                inputs.reserveCapacity(lines.count)
-                for line in lines {
-                    // An oversized line is neither a request line nor a spool record: a bare body, too large.
-                    let input =
-                        line.oversized
-                        ? PayloadInput(seq: lineNumber + 1, apnsID: nil, body: line.bytes)
-                        : PayloadInput.parse(line: line.bytes, defaultSeq: lineNumber + 1)
-                    lineNumber = spoolPath == nil ? lineNumber + 1 : max(lineNumber + 1, input.seq)
-                    inputs.append(input)
-                }
-                if let token = self.configuration.deviceToken {
-                    // Another device's pushes: not ours to decide (no decision line), but read past.
-                    let skipped = inputs.count
-                    inputs.removeAll { !$0.isAddressed(to: token) }
-                    if skipped > inputs.count {
-                        self.logger.debug(
-                            "pushes for other devices skipped",
-                            metadata: ["count": "\(skipped - inputs.count)"]
-                        )
-                    }
-                    if inputs.isEmpty {
-                        if let spoolPath {
-                            try await self.engine.skip(
-                                spool: (spoolPath, lines.last!.endOffset),
-                                lastSeq: lineNumber
-                            )
-                        }
-                        if Task.isCancelled || Task.isShuttingDownGracefully { break }
-                        continue
+            // Two stages: the next batch is read, parsed and opened (decrypted and verified, the expensive half)
+            // while this one is decided and committed, so both cores work. Batches are decided in input order.
+            var ahead = Task { await self.readBatch(from: source, after: firstSeq, spooled: spoolPath != nil) }
+            defer { ahead.cancel() }
+            var lineNumber = firstSeq
+            while true {
+                // SIGTERM while the next batch waits for input ends that wait (a batch already read is decided).
+                let next = ahead
+                guard
+                    let batch = await withTaskCancellationHandler(
+                        operation: { await next.value },
+                        onCancel: { next.cancel() }
+                    )
+                else { break }
+                lineNumber = batch.lastLineNumber
+                let stopping = Task.isCancelled || Task.isShuttingDownGracefully
+                if !stopping {
+                    ahead = Task {
+                        await self.readBatch(from: source, after: batch.lastLineNumber, spooled: spoolPath != nil)
                     }
                 }
-                let outcome = try await self.engine.process(
-                    inputs,
-                    spool: spoolPath.map { ($0, lines.last!.endOffset) },
-                    deduplicateBySeq: spoolPath != nil
-                )
+                let spool = spoolPath.map { ($0, batch.endOffset) }
+                guard let opened = batch.opened else {
+                    // Only other devices' pushes: not ours to decide (no decision line), but read past.
+                    if let spool { try await self.engine.skip(spool: spool, lastSeq: batch.lastLineNumber) }
+                    if stopping { break }
+                    continue
+                }
+                let outcome = try await self.engine.process(opened, spool: spool, deduplicateBySeq: spoolPath != nil)
                 try output.write(outcome.lines)
                 if let last = outcome.decisions.last?.seq { writtenThrough = max(writtenThrough ?? last, last) }
-                sincePrune += inputs.count
+                sincePrune += opened.inputs.count
                 let nowMs = self.engine.now()
                 if sincePrune >= self.configuration.pruneEveryPayloads
                     || nowMs - lastPruneMs >= self.configuration.pruneIntervalMs
@@ -202,12 +189,54 @@ public final class FilterDaemon: Service, Sendable {
                     lastPruneMs = nowMs
                 }
                 if outcome.showLockedAlert { try self.lockedAlert(count: outcome.keptWhileLocked) }
-                if Task.isCancelled || Task.isShuttingDownGracefully { break }
+                if stopping { break }
             }
             return lineNumber
         }
         // Ringing calls keep their deadlines in the state file; a restart restores or expires them.
         self.logger.info("filter stopped", metadata: ["inputs": "\(inputCount)"])
+    }
+
+    /// A batch of input lines, read and opened ahead of its decisions.
+    private struct ReadBatch: Sendable {
+        /// The payloads addressed to this device, opened; nil when every line was for another device.
+        var opened: FilterEngine.OpenedBatch?
+        /// The input number of the batch's last line (a line without its own seq gets the one after the previous).
+        var lastLineNumber: Int64
+        /// The byte offset just after the batch's last line.
+        var endOffset: Int64
+    }
+
+    /// Reads the next batch of available lines (waiting for at least one), parses and opens it; nil at the end of
+    /// input, or when cancelled (SIGTERM) while waiting for input.
+    private func readBatch(from source: LineSource, after lineNumber: Int64, spooled: Bool) async -> ReadBatch? {
+        guard let lines = await source.nextLines(limit: self.configuration.batchSize), let last = lines.last else {
+            return nil
+        }
+        // A line without its own seq gets the one after the previous input's (spool: resumed from the committed
+        // progress, so a restart never reuses a number).
+        var lineNumber = lineNumber
+        var inputs: [PayloadInput] = []
+        inputs.reserveCapacity(lines.count)
+        for line in lines {
+            // An oversized line is neither a request line nor a spool record: a bare body, too large.
+            let input =
+                line.oversized
+                ? PayloadInput(seq: lineNumber + 1, apnsID: nil, body: line.bytes)
+                : PayloadInput.parse(line: line.bytes, defaultSeq: lineNumber + 1)
+            lineNumber = spooled ? max(lineNumber + 1, input.seq) : lineNumber + 1
+            inputs.append(input)
+        }
+        if let token = self.configuration.deviceToken {
+            // Another device's pushes: not ours to decide.
+            let count = inputs.count
+            inputs.removeAll { !$0.isAddressed(to: token) }
+            if count > inputs.count {
+                self.logger.debug("pushes for other devices skipped", metadata: ["count": "\(count - inputs.count)"])
+            }
+        }
+        let opened = inputs.isEmpty ? nil : await self.engine.open(inputs)
+        return ReadBatch(opened: opened, lastLineNumber: lineNumber, endOffset: last.endOffset)
     }
 
     private func tryUnlock(output: LineWriter) async throws {

@@ -34,20 +34,20 @@ extension FilterEngine {
         case opened(OpenedMessage)
     }
 
-    /// What opening needs, copied out of the actor so batches can be opened on both cores.
+    /// What opening needs, copied out of the actor so batches can be opened on both cores, and ahead of the
+    /// batch before them (``open(_:)``).
     struct OpenContext: Sendable {
         var accounts: [FilterAccount]
         var accountByKeyID: [KeyID: Int]
-    }
+        /// Counts the changes of `accounts` (an unlock): a batch opened with an older context is opened again.
+        var generation = 0
 
-    var openContext: OpenContext {
-        OpenContext(accounts: self.accounts, accountByKeyID: self.accountByKeyIDMap)
+        var isLocked: Bool { self.accounts.contains(where: \.isLocked) }
     }
 
     /// Opens a batch: inputs of eight or more are split in two halves opened in parallel (decryption and signature
     /// checks are the expensive, stateless part of a decision).
-    func openAll(_ inputs: [PayloadInput], nowMs: Int64) async -> [Opened] {
-        let context = self.openContext
+    static func openAll(_ inputs: [PayloadInput], _ context: OpenContext, nowMs: Int64) async -> [Opened] {
         guard inputs.count >= 8 else { return inputs.map { Self.open($0, context, nowMs: nowMs) } }
         let half = inputs.count / 2
         let second = Array(inputs[half...])

@@ -1,4 +1,5 @@
 public import E2EECore
+import Locking
 public import Logging
 
 #if canImport(FoundationEssentials)
@@ -23,6 +24,8 @@ public actor FilterEngine {
 
     /// key id → index into `accounts`
     private var accountByKeyID: [KeyID: Int] = [:]
+    /// The accounts as opening needs them, readable outside the actor (``open(_:)``); replaced on every change.
+    private nonisolated let openContextCopy: PThreadMutex<OpenContext>
     private var lockedNoticeShown = false
     /// Payloads kept while locked wait to be decided: every newer payload is kept behind them, so after unlock
     /// the kept ones are decided first, in order (see ``decideKept(emit:)``).
@@ -53,7 +56,19 @@ public actor FilterEngine {
         self.logger = logger
         self.keptWaiting = try store.transaction { tx in try !tx.pendingPayloads(limit: 1).isEmpty }
         self.accountByKeyID = Self.index(accounts)
+        self.openContextCopy = PThreadMutex(OpenContext(accounts: accounts, accountByKeyID: self.accountByKeyID))
     }
+
+    /// The accounts changed (an unlock): index them again, and let batches opened before be opened again.
+    private func accountsChanged() {
+        self.accountByKeyID = Self.index(self.accounts)
+        let (accounts, index) = (self.accounts, self.accountByKeyID)
+        self.openContextCopy.withLock { context in
+            context = OpenContext(accounts: accounts, accountByKeyID: index, generation: context.generation + 1)
+        }
+    }
+
+    nonisolated var openContext: OpenContext { self.openContextCopy.withLock { $0 } }
 
     private static func index(_ accounts: [FilterAccount]) -> [KeyID: Int] {
         var map: [KeyID: Int] = [:]
@@ -62,8 +77,6 @@ public actor FilterEngine {
         }
         return map
     }
-
-    var accountByKeyIDMap: [KeyID: Int] { self.accountByKeyID }
 
     /// Whether any account is locked (its payloads wait).
     public var isLocked: Bool { self.accounts.contains(where: \.isLocked) }
@@ -85,6 +98,27 @@ public actor FilterEngine {
         public var showLockedAlert = false
     }
 
+    /// A batch of payloads opened (decrypted and verified) ahead of its decision, off the engine's actor: the
+    /// daemon opens the next batch on one core while the engine commits the one before it on the other.
+    ///
+    /// The batch is decided as of the moment it was opened (its clock reading serves both halves). A batch opened
+    /// while an account was locked, or before an unlock, is opened again when it is processed.
+    public struct OpenedBatch: Sendable {
+        public let inputs: [PayloadInput]
+        let opened: [Opened]?
+        let nowMs: Int64
+        let generation: Int
+    }
+
+    /// Opens `inputs` without the actor (it reads nothing of the state): the stateless half of their decisions.
+    /// Nothing is opened while an account is locked (the payloads will be kept).
+    public nonisolated func open(_ inputs: [PayloadInput]) async -> OpenedBatch {
+        let context = self.openContext
+        let nowMs = self.now()
+        let opened = context.isLocked ? nil : await Self.openAll(inputs, context, nowMs: nowMs)
+        return OpenedBatch(inputs: inputs, opened: opened, nowMs: nowMs, generation: context.generation)
+    }
+
     /// Decides a batch of payloads in one transaction.
     ///
     /// - Parameters:
@@ -99,7 +133,17 @@ public actor FilterEngine {
         spool: (path: String, offset: Int64)? = nil,
         deduplicateBySeq: Bool = true
     ) async throws -> Outcome {
-        let nowMs = self.now()
+        try await self.process(self.open(inputs), spool: spool, deduplicateBySeq: deduplicateBySeq)
+    }
+
+    /// Decides a batch opened by ``open(_:)`` in one transaction (see ``process(_:spool:deduplicateBySeq:)``).
+    public func process(
+        _ batch: OpenedBatch,
+        spool: (path: String, offset: Int64)? = nil,
+        deduplicateBySeq: Bool = true
+    ) async throws -> Outcome {
+        let inputs = batch.inputs
+        let nowMs = batch.nowMs
         var outcome = Outcome()
         if self.isLocked || self.keptWaiting {
             let kept = try self.store.transaction { tx in
@@ -127,7 +171,20 @@ public actor FilterEngine {
             return outcome
         }
 
-        return try await self.decideNow(inputs, spool: spool, deduplicateBySeq: deduplicateBySeq, nowMs: nowMs)
+        let context = self.openContext
+        let opened =
+            if let opened = batch.opened, batch.generation == context.generation {
+                opened
+            } else {
+                await Self.openAll(inputs, context, nowMs: nowMs)
+            }
+        return try await self.decideNow(
+            inputs,
+            opened: opened,
+            spool: spool,
+            deduplicateBySeq: deduplicateBySeq,
+            nowMs: nowMs
+        )
     }
 
     /// Records that the spool was read through `offset` (input `lastSeq`) without deciding anything: lines for
@@ -141,13 +198,14 @@ public actor FilterEngine {
     /// Decides a batch now (not locked, nothing kept waiting, or the kept payloads themselves).
     private func decideNow(
         _ inputs: [PayloadInput],
+        opened: [Opened]? = nil,
         spool: (path: String, offset: Int64)?,
         deduplicateBySeq: Bool,
         nowMs: Int64
     ) async throws -> Outcome {
         var outcome = Outcome()
-        // Decrypt and verify outside the transaction (pure work), then decide with state inside it.
-        let opened = await self.openAll(inputs, nowMs: nowMs)
+        // Decrypt and verify outside the transaction (pure work, perhaps done ahead), then decide with state inside.
+        let opened = if let opened { opened } else { await Self.openAll(inputs, self.openContext, nowMs: nowMs) }
         // The provider's answer for each invite is part of its decision: taken before the transaction (no await in
         // it), updated by each invite admitted and each call ended in the batch. Nothing runs on this actor between
         // the copy and the commit (the transaction is synchronous), so a `ring` decision is a call that rings.
@@ -210,7 +268,7 @@ public actor FilterEngine {
     ) async throws -> [FilterDecision] {
         guard let index = self.accounts.firstIndex(where: { $0.name == name }) else { return [] }
         self.accounts[index].unlock(with: identity)
-        self.accountByKeyID = Self.index(self.accounts)
+        self.accountsChanged()
         guard !self.isLocked else { return [] }
         self.lockedNoticeShown = false
         return try await self.decideKept(emit: emit)

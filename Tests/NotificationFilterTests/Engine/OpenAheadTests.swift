@@ -1,0 +1,118 @@
+import E2EECore
+import Foundation
+import Locking
+import Logging
+import Testing
+
+@testable import NotificationFilter
+
+/// The daemon's two stages: a batch is opened (``FilterEngine/open(_:)``) while the one before it is decided, and
+/// the call events of a batch are committed together (``EventOutbox/beginBatch()``).
+@Suite("Opening ahead and batched call events")
+struct OpenAheadTests {
+    @Test("a batch opened while the account is locked is opened again after the unlock, and decided")
+    func openedWhileLocked() async throws {
+        let h = try EngineHarness(bobLocked: true)
+        let bodies = try (0..<2).map { i in try h.body(.text(TextMessage(threadID: "", title: "", body: "m\(i)"))) }
+        let batch = await h.engine.open(
+            bodies.enumerated().map { PayloadInput(seq: Int64($0 + 1), apnsID: nil, body: $1) }
+        )
+        #expect(try await h.engine.unlock(account: "bob", identity: h.bob).isEmpty, "nothing was kept")
+        let outcome = try await h.engine.process(batch)
+        #expect(outcome.keptWhileLocked == 0)
+        #expect(outcome.decisions.map(\.decision) == [.alert, .alert])
+        #expect(outcome.decisions.map(\.reason) == [.text, .text])
+        #expect(outcome.decisions.map(\.seq) == [1, 2])
+    }
+
+    @Test("a batch opened ahead is decided as of the moment it was opened")
+    func decidedAsOfOpening() async throws {
+        let h = try EngineHarness()
+        let callID = UUID()
+        let batch = await h.engine.open([
+            PayloadInput(seq: 1, apnsID: nil, body: try h.body(EngineHarness.invite(callID, timeout: 30)))
+        ])
+        // Decided later than the invite's ring window: the batch's own clock reading still holds.
+        h.clock.advance(ms: 60_000)
+        let outcome = try await h.engine.process(batch)
+        #expect(outcome.decisions.map(\.reason) == [.freshInvite])
+        #expect(h.events.events.map(\.event) == [.ringing])
+        // Opened now, the same invite is past its window.
+        let late = try await h.decide(
+            try h.body(EngineHarness.invite(UUID(), timeout: 30), sentAtMs: h.clock.nowMs - 60_000)
+        )
+        #expect(late.reason == .inviteExpired)
+    }
+
+    @Test("events held in a batch are committed together at its end, in order; duplicates are dropped")
+    func heldEvents() async throws {
+        let h = try EngineHarness()
+        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        let path = h.directory + "/events.jsonl"
+        let forwarded = InMemoryCallEventSink()
+        let outbox = try EventOutbox(store: h.store, eventsPath: path, forward: forwarded, logger: logger)
+        let calls = [UUID(), UUID()]
+        func event(_ kind: CallEvent.Kind, _ call: UUID, at ms: Int64) -> CallEvent {
+            CallEvent(event: kind, callID: call, account: "bob", atMs: ms)
+        }
+        func written() -> [String] {
+            ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
+        func stored() throws -> Int { try h.store.transaction { tx in try tx.eventLines(after: 0).count } }
+
+        outbox.beginBatch()
+        outbox.emit(event(.ringing, calls[0], at: 1))
+        outbox.beginBatch()  // nested: the outer end commits
+        outbox.emit(event(.ringing, calls[1], at: 2))
+        outbox.emit(event(.ringing, calls[0], at: 3))  // a second ringing of one call: dropped at commit
+        outbox.endBatch()
+        #expect(written().isEmpty, "held until the outermost batch ends")
+        #expect(try stored() == 0)
+        #expect(forwarded.events.isEmpty)
+        outbox.emit(event(.missed, calls[1], at: 4))
+        outbox.endBatch()
+
+        let expected = [
+            event(.ringing, calls[0], at: 1), event(.ringing, calls[1], at: 2), event(.missed, calls[1], at: 4),
+        ]
+        #expect(written() == expected.map { $0.jsonLine() })
+        #expect(try stored() == 3)
+        #expect(forwarded.events.map { $0.jsonLine() } == expected.map { $0.jsonLine() })
+
+        // Outside a batch, each event is committed as it comes.
+        outbox.emit(event(.missed, calls[0], at: 5))
+        #expect(written().count == 4)
+        #expect(try stored() == 4)
+    }
+
+    @Test("the engine commits a batch's call events after its last report")
+    func engineBatchesEvents() async throws {
+        let h = try EngineHarness()
+        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        let counting = CountingSink()
+        let reporter = CallKitReporter(configuration: .init(), sink: counting, now: h.clock.closure, logger: logger)
+        let engine = try FilterEngine(
+            store: h.store,
+            accounts: await h.engine.accounts,
+            reporter: reporter,
+            now: h.clock.closure,
+            logger: logger
+        )
+        let inputs = try (0..<3).map { i in
+            PayloadInput(seq: Int64(i + 1), apnsID: nil, body: try h.body(EngineHarness.invite(UUID())))
+        }
+        let outcome = try await engine.process(inputs)
+        // The provider takes two calls at a time (CallKit's default here): the third is a missed call.
+        #expect(outcome.decisions.map(\.reason) == [.freshInvite, .freshInvite, .callRefusedMaximumCallsReached])
+        #expect(counting.log == ["begin", "ringing", "ringing", "missed", "end"])
+    }
+}
+
+/// Records the order of events and batch boundaries.
+private final class CountingSink: CallEventSink, Sendable {
+    private let entries = PThreadMutex<[String]>([])
+    var log: [String] { self.entries.withLock { $0 } }
+    func emit(_ event: CallEvent) { self.entries.withLock { $0.append(event.event.rawValue) } }
+    func beginBatch() { self.entries.withLock { $0.append("begin") } }
+    func endBatch() { self.entries.withLock { $0.append("end") } }
+}
