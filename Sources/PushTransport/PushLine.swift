@@ -173,13 +173,26 @@ extension PushLine {
     /// is parsed at all; every key is then read on its own and is nil when absent or of another type (`device`
     /// plays no part in the rule). Any other line, and any line that is not a JSON object, is a bare body.
     ///
+    /// The lines the tools write (request lines, spool records, kept payloads) take ``PushLineScanner``, one pass
+    /// over the bytes; any line it declines is read by `JSONDecoder` (``readDecoding(_:)``), with the same result.
+    ///
     /// - Parameter line: One input line, without its newline.
     /// - Returns: The kind, and the keys read when the line is a spool record or a request line (nil for a bare
     ///   body).
     public static func read(_ line: [UInt8]) -> (kind: Kind, line: PushLine?) {
-        // Only an object can be a request line or a spool record; anything else is a bare body without parsing.
-        guard let first = line.first(where: { !Self.isJSONWhitespace($0) }), first == UInt8(ascii: "{"),
-            line.count <= Self.maximumLineLength, String(validating: line, as: UTF8.self) != nil,
+        guard Self.mayBeObject(line) else { return (.bareBody, nil) }
+        // The scanner takes no `e2ee` key and no key of another type (so no `body` of another type): the rule
+        // applies to its keys as they are.
+        if let scanned = PushLineScanner.scan(line) {
+            let kind = Self.kind(ofKeys: scanned, bodyOfOtherType: false)
+            return (kind, kind == .bareBody ? nil : scanned)
+        }
+        return Self.readDecoding(line)
+    }
+
+    /// ``read(_:)`` with `JSONDecoder` alone: what the scanner's result must equal (tests hold the two equal).
+    static func readDecoding(_ line: [UInt8]) -> (kind: Kind, line: PushLine?) {
+        guard Self.mayBeObject(line), String(validating: line, as: UTF8.self) != nil,
             let lenient = try? JSONDecoder().decode(LenientRead.self, from: Data(line))
         else { return (.bareBody, nil) }
         let kind = lenient.kind
@@ -189,6 +202,21 @@ extension PushLine {
     /// The kind of `line` (see ``Kind`` and ``read(_:)``).
     public static func kind(of line: [UInt8]) -> Kind {
         Self.read(line).kind
+    }
+
+    /// The rule of ``Kind`` over the keys read from a line without an `e2ee` key, each nil when absent or of another
+    /// type; `bodyOfOtherType` when `body` or `body_base64` is present with a type other than string.
+    fileprivate static func kind(ofKeys l: PushLine, bodyOfOtherType: Bool) -> Kind {
+        guard !bodyOfOtherType, l.deviceToken != nil, l.headers != nil else { return .bareBody }
+        if l.seq != nil, l.receivedAtMs != nil, l.apnsID != nil, l.body != nil || l.bodyBase64 != nil {
+            return .spoolRecord
+        }
+        return l.body != nil ? .requestLine : .bareBody
+    }
+
+    /// Only an object can be a request line or a spool record; anything else is a bare body without parsing.
+    private static func mayBeObject(_ line: [UInt8]) -> Bool {
+        line.first(where: { !Self.isJSONWhitespace($0) }) == UInt8(ascii: "{") && line.count <= Self.maximumLineLength
     }
 
     private static func isJSONWhitespace(_ c: UInt8) -> Bool {
@@ -220,12 +248,6 @@ private struct LenientRead: Decodable {
         // `body` or `body_base64` present with a type other than string.
         let badBodyType =
             (c.contains(.body) && self.line.body == nil) || (c.contains(.bodyBase64) && self.line.bodyBase64 == nil)
-        let l = self.line
-        guard !badBodyType, l.deviceToken != nil, l.headers != nil else { return }
-        if l.seq != nil, l.receivedAtMs != nil, l.apnsID != nil, l.body != nil || l.bodyBase64 != nil {
-            self.kind = .spoolRecord
-        } else if l.body != nil {
-            self.kind = .requestLine
-        }
+        self.kind = PushLine.kind(ofKeys: self.line, bodyOfOtherType: badBodyType)
     }
 }

@@ -198,7 +198,7 @@ extension APNsRequest {
     ///   and an object `headers` of strings.
     public static func parse(requestLine line: String) throws(SenderError) -> APNsRequest {
         // The lines e2ee-send prints take the one-pass scanner; anything else gets the full decoder.
-        if let request = RequestLineScanner.parse(line) { return request }
+        if let request = Self.scanned(requestLine: line) { return request }
         do {
             return try JSONDecoder().decode(APNsRequest.self, from: Data(line.utf8))
         } catch {
@@ -208,6 +208,16 @@ extension APNsRequest {
                     + "as e2ee-send prints without --deliver): \(Self.describe(error))"
             )
         }
+    }
+
+    /// The fast path of ``parse(requestLine:)``: the request when ``PushLineScanner`` takes `line` and it has exactly
+    /// `body`, `device_token` and `headers`, or nil (then the decoder reads the line, and words any error).
+    static func scanned(requestLine line: String) -> APNsRequest? {
+        guard let scanned = PushLineScanner.scan(line), let body = scanned.body,
+            let deviceToken = scanned.deviceToken, let headers = scanned.headers,
+            scanned == PushLine(deviceToken: deviceToken, headers: headers, body: body)
+        else { return nil }
+        return APNsRequest(deviceToken: deviceToken, headers: headers, body: body)
     }
 
     /// A short account of a decoding error that never repeats the line's content (it may hold an envelope).

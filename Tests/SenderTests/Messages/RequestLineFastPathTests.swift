@@ -3,9 +3,10 @@ import Testing
 
 @testable import Sender
 
-/// The request-line fast path decodes what `JSONDecoder` decodes, or declines: it may never differ.
-@Suite("Request-line scanner: the same requests as JSONDecoder, or none")
-struct RequestLineScannerTests {
+/// The request-line fast path (`PushLineScanner`, then exactly `body`, `device_token` and `headers`) decodes what
+/// `JSONDecoder` decodes, or declines: it may never differ.
+@Suite("Request-line fast path: the same requests as JSONDecoder, or none")
+struct RequestLineFastPathTests {
     static let requests: [APNsRequest] = [
         APNsRequest(
             deviceToken: String(repeating: "ab", count: 32),
@@ -27,7 +28,8 @@ struct RequestLineScannerTests {
     func canonicalLines() throws {
         for request in Self.requests {
             let line = request.jsonLine()
-            let fast = try #require(RequestLineScanner.parse(line), "declined: \(line)")
+            #expect(PushLineScanner.scan(line) == request.pushLine(), "\(line)")
+            let fast = try #require(APNsRequest.scanned(requestLine: line), "declined: \(line)")
             #expect(fast == request)
             #expect(fast == (try JSONDecoder().decode(APNsRequest.self, from: Data(line.utf8))))
             #expect(try APNsRequest.parse(requestLine: line) == request)
@@ -51,21 +53,38 @@ struct RequestLineScannerTests {
         #"{"body":"x","device_token":"ab","headers":{},}"#,
         "",
         "[]",
+        // PushLine keys beyond the three: scanned, but the request-line path leaves them to the decoder as before.
+        #"{"body":"x","device":"phone-1","device_token":"ab","headers":{}}"#,
+        #"{"apns_id":"i","body":"x","device_token":"ab","headers":{},"received_at_ms":5,"seq":1}"#,
+        #"{"body":"x","body_base64":"e30=","device_token":"ab","headers":{}}"#,
+        #"{"body":"x","device_token":"ab","headers":{},"seq":1.5}"#,
+        #"{"body":"x","device_token":"ab","headers":{},"e2ee":"AAEC"}"#,
+        #"{"device_token":"ab","headers":{}}"#,
     ]
 
     @Test("any other line: the fast path declines or agrees with JSONDecoder", arguments: variants)
     func variantsAgree(line: String) throws {
         let decoded = try? JSONDecoder().decode(APNsRequest.self, from: Data(line.utf8))
-        if let fast = RequestLineScanner.parse(line) {
+        if let fast = APNsRequest.scanned(requestLine: line) {
             #expect(fast == decoded, "the fast path decoded what JSONDecoder decodes differently")
         }
         #expect((try? APNsRequest.parse(requestLine: line)) == decoded)
     }
 
-    @Test("the whitespace variant and the empty headers are taken by the fast path")
+    @Test("the whitespace variant and the empty headers are taken by the fast path; other keys are not")
     func fastPathTaken() {
-        #expect(RequestLineScanner.parse(Self.variants[0])?.headers == ["a": "b"])
-        #expect(RequestLineScanner.parse(Self.variants[1])?.body == "x")
-        #expect(RequestLineScanner.parse(Self.variants[2]) == nil)
+        #expect(APNsRequest.scanned(requestLine: Self.variants[0])?.headers == ["a": "b"])
+        #expect(APNsRequest.scanned(requestLine: Self.variants[1])?.body == "x")
+        #expect(APNsRequest.scanned(requestLine: Self.variants[2]) == nil)
+        // Scanned as a PushLine, but not exactly the three keys: the decoder reads them, as before.
+        for line in Self.variants[16...18] {
+            #expect(PushLineScanner.scan(line) != nil, "\(line)")
+            #expect(APNsRequest.scanned(requestLine: line) == nil, "\(line)")
+            #expect(
+                (try? APNsRequest.parse(requestLine: line)) == APNsRequest(deviceToken: "ab", headers: [:], body: "x")
+            )
+        }
+        #expect(PushLineScanner.scan(Self.variants[21]) == PushLine(deviceToken: "ab", headers: [:]))
+        #expect(APNsRequest.scanned(requestLine: Self.variants[21]) == nil)
     }
 }
