@@ -5,10 +5,12 @@
            and offline sealing throughput of `e2ee-send batch` (no network)
   filter   peak RSS of `e2ee-filter run` over N mixed payloads, RSS sampled over time (and at 10k / N),
            throughput, and cold start of `e2ee-filter once` (exec to decision)
+  scaling  `e2ee-filter run` on N mixed payloads pinned to one core and on two, alternately: decisions/s on two
+           cores over one, and CPU per payload over the libsodium floor of one open (e2ee-filter-bench --floor-only)
   soak     `e2ee-filter run` on N = 1,000,000 mixed payloads from three `e2ee-send batch` producers with replays,
            a 36-second replay window: state size (file + WAL) and RSS at every N/10, peak RSS
 
-Usage: python3 Tools/bench/pipeline_bench.py --bin .build/release [sender|filter|soak|all] [--n N] [--spool off|on|both]
+Usage: python3 Tools/bench/pipeline_bench.py --bin .build/release [sender|filter|scaling|soak|all] [--n N] [--spool off|on|both]
 """
 import argparse, json, os, random, resource, shutil, signal, statistics, subprocess, sys, tempfile, threading, time, uuid
 
@@ -200,11 +202,58 @@ def cold_start(bin_dir, info, runs=30):
         times.append((time.perf_counter() - t) * 1000)
     return statistics.median(times), min(times), max(times)
 
+def scaling(bin_dir, work, n, reps, floor_bench):
+    """`e2ee-filter run` on N mixed payloads from stdin (state on disk), pinned to one core (`taskset -c 0`) and on
+    both, alternately; decisions/s, and the process's CPU per payload next to the libsodium floor of one open,
+    measured by `e2ee-filter-bench --floor-only` in the same run."""
+    keys, contacts = setup(bin_dir, work)
+    send, flt = os.path.join(bin_dir, "e2ee-send"), os.path.join(bin_dir, "e2ee-filter")
+    reqs = os.path.join(work, "requests.jsonl"); write_requests(reqs, n)
+    payloads = os.path.join(work, "payloads.jsonl")
+    env = dict(os.environ, E2EE_TOPIC="com.example.e2ee")
+    with open(reqs) as i, open(payloads, "w") as o:
+        run([send, "batch", "--identity", f"{keys}/alice.identity", "--contacts", keys], stdin=i, stdout=o, env=env,
+            stderr=subprocess.DEVNULL)
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        sys.exit("scaling: this machine gives the process fewer than 2 cores; nothing to compare")
+    pins = {"1 core": str(cores[0]), "2 cores": f"{cores[0]},{cores[1]}"}
+    results = {k: [] for k in pins}
+    floors = []
+    for r in range(reps):
+        if floor_bench:
+            out = subprocess.run(["taskset", "-c", pins["1 core"], floor_bench, "20000", "--floor-only"],
+                                 capture_output=True, text=True, check=True).stdout
+            floors.append(float(out.split("floor:")[1].split()[0]))
+        for label, pin in pins.items():
+            state = os.path.join(work, f"state-{r}-{label[0]}.sqlite")
+            out_path = os.path.join(work, "decisions.jsonl")
+            with open(out_path, "w") as out:
+                wall, cpu, _ = timed(["taskset", "-c", pin, flt, "run", "--identity", f"{keys}/bob.identity",
+                                      "--contacts", contacts, "--state", state], payloads, env, stdout=out)
+            decided = count_lines(out_path)
+            assert decided == n, f"{decided} decisions for {n} payloads"
+            results[label].append((decided / wall, cpu / decided * 1e6))
+            floor_note = f", {cpu / decided * 1e6 / floors[-1]:.2f}x the floor" if floors else ""
+            print(f"scaling: run {r + 1}, {label}: {decided / wall:,.0f} decided/s, CPU {cpu / decided * 1e6:.0f} us/payload"
+                  f"{floor_note} (load {os.getloadavg()[0]:.2f})", flush=True)
+    ratios = [two[0] / one[0] for one, two in zip(results["1 core"], results["2 cores"])]
+    print(f"scaling: decisions/s on 2 cores / 1 core, per run: {', '.join(f'{x:.2f}' for x in ratios)} "
+          f"(median {statistics.median(ratios):.2f})")
+    if floors:
+        print(f"scaling: libsodium floor of one open, per run: {', '.join(f'{x:.1f}' for x in floors)} us; "
+              f"process CPU per payload / floor, 1 core: "
+              f"{', '.join(f'{c / f:.2f}' for (_, c), f in zip(results['1 core'], floors))}; 2 cores: "
+              f"{', '.join(f'{c / f:.2f}' for (_, c), f in zip(results['2 cores'], floors))}")
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=".build/release")
-    ap.add_argument("what", nargs="?", default="all", choices=["sender", "filter", "soak", "all"])
+    ap.add_argument("what", nargs="?", default="all", choices=["sender", "filter", "scaling", "soak", "all"])
     ap.add_argument("--n", type=int, default=None)
+    ap.add_argument("--reps", type=int, default=3, help="scaling: how many 1-core/2-core pairs")
+    ap.add_argument("--floor-bench", default="Benchmarks/.build/release/e2ee-filter-bench",
+                    help="scaling: the e2ee-filter-bench binary that measures the libsodium floor ('' for none)")
     ap.add_argument("--curve-out", default=None, help="write the RSS curve (seconds, decided, rss_kb) as CSV")
     ap.add_argument("--spool", default="both", choices=["off", "on", "both"],
                     help="sender: the gateway's sink: stdout (off), an fsync'd spool (on), or one run of each (both)")
@@ -226,6 +275,14 @@ def main():
                   f"peak RSS {r['peak_rss_kb']/1024:.1f} MB; RSS at 10k decided {(r['rss_at_10k_kb'] or 0)/1024:.1f} MB, at the end {(r['rss_at_end_kb'] or 0)/1024:.1f} MB")
             print(f"filter: cold start of `e2ee-filter once` (exec to decision): median {med:.1f} ms (min {lo:.1f}, max {hi:.1f}) over 30 runs")
             if a.curve_out: write_curve(a.curve_out, r["curve"])
+    if a.what == "scaling":
+        floor_bench = os.path.abspath(a.floor_bench) if a.floor_bench else None
+        if floor_bench and not os.path.exists(floor_bench):
+            sys.exit(f"scaling: {floor_bench} is missing: build it with `swift build --package-path Benchmarks -c release`, "
+                     "or pass --floor-bench '' to skip the floor")
+        print(f"scaling: load average before the run: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
+        with tempfile.TemporaryDirectory() as w:
+            scaling(bin_dir, w, a.n or 100_000, a.reps, floor_bench)
     if a.what == "soak":
         with tempfile.TemporaryDirectory() as w:
             soak(bin_dir, w, a.n or 1_000_000, a.replay_retention_hours, a.curve_out)

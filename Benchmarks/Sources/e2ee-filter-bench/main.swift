@@ -1,5 +1,5 @@
 // The filter's decision path next to the libsodium floor of the primitives it needs, measured in the same run.
-// Release build: swift run --package-path Benchmarks -c release e2ee-filter-bench [payloads]
+// Release build: swift run --package-path Benchmarks -c release e2ee-filter-bench [payloads] [--floor-only]
 // C-API: this file calls libsodium directly, on purpose, for the floor.
 import CSodiumBench
 import Dispatch
@@ -153,6 +153,11 @@ var floorRuns: [Double] = []
 var onlyOpenRuns: [Double] = []
 for _ in 0..<5 {
     floorRuns.append(nanos { for _ in 0..<count { floorOnce() } } / Double(count))
+}
+if CommandLine.arguments.contains("--floor-only") {
+    // For Tools/bench/pipeline_bench.py scaling: the floor alone, next to a process measured from outside.
+    print(String(format: "libsodium floor: %.1f µs CPU/payload", median(floorRuns) / 1000))
+    exit(0)
 }
 // Opening alone (E2EECore, one core): parse + HPKE + unpad + decode + verify, no state.
 let contacts = ContactBook([try alice.card()])
