@@ -32,6 +32,8 @@ public struct FilterDaemonConfiguration: Sendable {
     public var deviceToken: String?
     /// How many available payloads are decided in one transaction (group commit).
     public var batchSize = 64
+    /// How many batches are read and opened ahead of the one being decided (at least 1).
+    public var batchesAhead = 2
     /// How often ring timeouts are checked.
     public var tickInterval: Duration = .milliseconds(250)
     /// The state is pruned (``FilterEngine/prune(decisionsWrittenThrough:)``) after the batch that brings the
@@ -148,32 +150,53 @@ public final class FilterDaemon: Service, Sendable {
             var sincePrune = 0
             var lastPruneMs = self.engine.now()
             var writtenThrough: Int64? = nil
-            // Two stages: the next batch is read, parsed and opened (decrypted and verified, the expensive half)
-            // while this one is decided and committed, so both cores work. Batches are decided in input order.
-            var ahead = Task { await self.readBatch(from: source, after: firstSeq, spooled: spoolPath != nil) }
-            defer { ahead.cancel() }
+            // Two stages: the next batches are read, parsed and opened (decrypted and verified, the expensive half)
+            // while this one is decided and committed, so both cores work. Lines are read in order, one batch
+            // after another; batches are opened concurrently and decided in input order.
+            let spooled = spoolPath != nil
+            var ahead: [(read: Task<ReadLines?, Never>, batch: Task<ReadBatch?, Never>)] = []
+            // The read before the next one (still needed when `ahead` is empty: it numbers the lines after it).
+            var lastRead: Task<ReadLines?, Never>? = nil
+            func readAhead() {
+                let previous = lastRead
+                let read = Task { () -> ReadLines? in
+                    var after = firstSeq
+                    if let previous {
+                        guard let last = await previous.value else { return nil }
+                        after = last.lastLineNumber
+                    }
+                    return await self.readLines(from: source, after: after, spooled: spooled)
+                }
+                let batch = Task { () -> ReadBatch? in
+                    guard let lines = await read.value else { return nil }
+                    return await self.opened(lines)
+                }
+                ahead.append((read, batch))
+                lastRead = read
+            }
+            for _ in 0..<max(1, self.configuration.batchesAhead) { readAhead() }
+            defer { for pending in ahead { pending.read.cancel() } }
             var lineNumber = firstSeq
-            while true {
-                // SIGTERM while the next batch waits for input ends that wait (a batch already read is decided).
-                let next = ahead
+            while let next = ahead.first {
+                // SIGTERM ends the waits for input; the batches already read are still decided.
+                let reads = ahead.map(\.read)
                 guard
                     let batch = await withTaskCancellationHandler(
-                        operation: { await next.value },
-                        onCancel: { next.cancel() }
+                        operation: { await next.batch.value },
+                        onCancel: { for read in reads { read.cancel() } }
                     )
                 else { break }
+                ahead.removeFirst()
                 lineNumber = batch.lastLineNumber
-                let stopping = Task.isCancelled || Task.isShuttingDownGracefully
-                if !stopping {
-                    ahead = Task {
-                        await self.readBatch(from: source, after: batch.lastLineNumber, spooled: spoolPath != nil)
-                    }
+                if Task.isCancelled || Task.isShuttingDownGracefully {
+                    for pending in ahead { pending.read.cancel() }
+                } else {
+                    readAhead()
                 }
                 let spool = spoolPath.map { ($0, batch.endOffset) }
                 guard let opened = batch.opened else {
                     // Only other devices' pushes: not ours to decide (no decision line), but read past.
                     if let spool { try await self.engine.skip(spool: spool, lastSeq: batch.lastLineNumber) }
-                    if stopping { break }
                     continue
                 }
                 let outcome = try await self.engine.process(opened, spool: spool, deduplicateBySeq: spoolPath != nil)
@@ -189,7 +212,6 @@ public final class FilterDaemon: Service, Sendable {
                     lastPruneMs = nowMs
                 }
                 if outcome.showLockedAlert { try self.lockedAlert(count: outcome.keptWhileLocked) }
-                if stopping { break }
             }
             return lineNumber
         }
@@ -197,19 +219,27 @@ public final class FilterDaemon: Service, Sendable {
         self.logger.info("filter stopped", metadata: ["inputs": "\(inputCount)"])
     }
 
-    /// A batch of input lines, read and opened ahead of its decisions.
-    private struct ReadBatch: Sendable {
-        /// The payloads addressed to this device, opened; nil when every line was for another device.
-        var opened: FilterEngine.OpenedBatch?
+    /// A batch of input lines, read and parsed.
+    private struct ReadLines: Sendable {
+        /// The payloads addressed to this device.
+        var inputs: [PayloadInput]
         /// The input number of the batch's last line (a line without its own seq gets the one after the previous).
         var lastLineNumber: Int64
         /// The byte offset just after the batch's last line.
         var endOffset: Int64
     }
 
-    /// Reads the next batch of available lines (waiting for at least one), parses and opens it; nil at the end of
-    /// input, or when cancelled (SIGTERM) while waiting for input.
-    private func readBatch(from source: LineSource, after lineNumber: Int64, spooled: Bool) async -> ReadBatch? {
+    /// A batch of input lines, read and opened ahead of its decisions.
+    private struct ReadBatch: Sendable {
+        /// The payloads addressed to this device, opened; nil when every line was for another device.
+        var opened: FilterEngine.OpenedBatch?
+        var lastLineNumber: Int64
+        var endOffset: Int64
+    }
+
+    /// Reads the next batch of available lines (waiting for at least one) and parses it; nil at the end of input,
+    /// or when cancelled (SIGTERM) while waiting for input.
+    private func readLines(from source: LineSource, after lineNumber: Int64, spooled: Bool) async -> ReadLines? {
         guard let lines = await source.nextLines(limit: self.configuration.batchSize), let last = lines.last else {
             return nil
         }
@@ -235,8 +265,13 @@ public final class FilterDaemon: Service, Sendable {
                 self.logger.debug("pushes for other devices skipped", metadata: ["count": "\(count - inputs.count)"])
             }
         }
-        let opened = inputs.isEmpty ? nil : await self.engine.open(inputs)
-        return ReadBatch(opened: opened, lastLineNumber: lineNumber, endOffset: last.endOffset)
+        return ReadLines(inputs: inputs, lastLineNumber: lineNumber, endOffset: last.endOffset)
+    }
+
+    /// Opens a batch read by ``readLines(from:after:spooled:)``.
+    private func opened(_ lines: ReadLines) async -> ReadBatch {
+        let opened = lines.inputs.isEmpty ? nil : await self.engine.open(lines.inputs)
+        return ReadBatch(opened: opened, lastLineNumber: lines.lastLineNumber, endOffset: lines.endOffset)
     }
 
     private func tryUnlock(output: LineWriter) async throws {

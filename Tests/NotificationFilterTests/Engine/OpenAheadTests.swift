@@ -2,6 +2,7 @@ import E2EECore
 import Foundation
 import Locking
 import Logging
+import TestSupport
 import Testing
 
 @testable import NotificationFilter
@@ -105,6 +106,94 @@ struct OpenAheadTests {
         // The provider takes two calls at a time (CallKit's default here): the third is a missed call.
         #expect(outcome.decisions.map(\.reason) == [.freshInvite, .freshInvite, .callRefusedMaximumCallsReached])
         #expect(counting.log == ["begin", "ringing", "ringing", "missed", "end"])
+    }
+}
+
+extension OpenAheadTests {
+    /// Runs the daemon over `spool` to its end with its own state and events files; returns the decision lines
+    /// and the event lines.
+    private func daemonRun(
+        _ h: EngineHarness,
+        spool: String,
+        tag: String,
+        batchSize: Int,
+        batchesAhead: Int
+    ) async throws -> (decisions: [String], events: [String]) {
+        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        let store = try FilterStateStore(path: h.directory + "/\(tag).sqlite", logger: logger)
+        let (decisions, events) = (h.directory + "/\(tag).decisions", h.directory + "/\(tag).events")
+        let outbox = try EventOutbox(store: store, eventsPath: events, forward: nil, logger: logger)
+        let reporter = CallKitReporter(configuration: .init(), sink: outbox, now: h.clock.closure, logger: logger)
+        let engine = try FilterEngine(
+            store: store,
+            accounts: await h.engine.accounts,
+            reporter: reporter,
+            now: h.clock.closure,
+            logger: logger
+        )
+        var configuration = FilterDaemonConfiguration(input: .spool(path: spool), decisionsPath: decisions)
+        configuration.exitAtEndOfInput = true
+        configuration.batchSize = batchSize
+        configuration.batchesAhead = batchesAhead
+        try await FilterDaemon(configuration: configuration, engine: engine, events: outbox, logger: logger).run()
+        func lines(_ path: String) -> [String] {
+            ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
+        return (lines(decisions), lines(events))
+    }
+
+    @Test("batches read and opened ahead are decided in input order, exactly as one payload at a time")
+    func daemonOrder() async throws {
+        let h = try EngineHarness()
+        let spool = h.directory + "/spool.jsonl"
+        var lines: [String] = []
+        var calls: [UUID] = []
+        for i in 0..<150 {
+            let content: MessageContent
+            switch i % 5 {
+            case 0: content = .text(TextMessage(threadID: "t", title: "", body: "m\(i)"))
+            case 1, 2:
+                calls.append(UUID())
+                content = EngineHarness.invite(calls.last!)
+            case 3: content = .callCancel(CallCancel(callID: calls[calls.count / 2], reason: .remoteEnded))
+            default: content = .callCancel(CallCancel(callID: UUID(), reason: .remoteEnded))
+            }
+            let body = try h.body(content)
+            lines.append(SpoolRecord(seq: Int64(lines.count + 1), body: body, receivedAtMs: h.clock.nowMs).jsonLine())
+            if i == 75 {  // a line longer than any push line (64 KB): a bare body, too large
+                lines.append(String(repeating: "x", count: 300_000))
+            }
+            if i % 17 == 0 {  // a replay of the same push, and a line that is no push at all
+                lines.append(
+                    SpoolRecord(seq: Int64(lines.count + 1), body: body, receivedAtMs: h.clock.nowMs).jsonLine()
+                )
+                lines.append(
+                    SpoolRecord(seq: Int64(lines.count + 1), body: [0x7B], receivedAtMs: h.clock.nowMs).jsonLine()
+                )
+            }
+        }
+        try appendToFile(spool, Array(lines.map { $0 + "\n" }.joined().utf8))
+
+        let single = try await self.daemonRun(h, spool: spool, tag: "single", batchSize: 1, batchesAhead: 1)
+        let ahead = try await self.daemonRun(h, spool: spool, tag: "ahead", batchSize: 7, batchesAhead: 3)
+        #expect(single.decisions.count == lines.count)
+        let seqs = single.decisions.map { line in (JSONLines.object(line)?["seq"] as? NSNumber)?.intValue ?? 0 }
+        #expect(seqs == Array(1...lines.count), "one decision per line, in order")
+        #expect(ahead.decisions == single.decisions)
+        #expect(ahead.events == single.events)
+        let reasons = Set(single.decisions.compactMap { JSONLines.object($0)?["reason"] as? String })
+        #expect(
+            reasons.isSuperset(of: [
+                "text", "fresh-invite", "call-refused-maximum-calls-reached", "call-cancelled", "replay",
+                "malformed-envelope", "too-large",
+            ]),
+            "the input mixes every path: \(reasons.sorted())"
+        )
+        // 60 invites: each one rings or is refused (the provider takes two calls at a time, so a missed event
+        // with maximumCallsReached); the cancels end five of the calls that rang (a missed event each).
+        let ringingOrRefused = single.events.filter { $0.contains("\"ringing\"") || $0.contains("maximumCallsReached") }
+        #expect(ringingOrRefused.count == 60)
+        #expect(single.events.count == 65)
     }
 }
 
