@@ -98,8 +98,8 @@ final class LineSource: Sendable {
                 state.bufferStartOffset += Int64(start)
             }
             // A line without a newline that outgrew the limit: keep only a prefix, remember to skip to its end.
-            // (Only when every complete line was taken: a read of up to 256 KB can leave more than twice the limit
-            // of complete lines behind a batch that reached `limit`.)
+            // (Only when every complete line was taken: a batch that reached `limit` can leave complete lines behind,
+            // more than twice the limit of them once a read is larger than the limit.)
             if lines.count < limit, state.buffer.count > maximumLineLength * 2 {
                 let drop = state.buffer.count - maximumLineLength
                 state.buffer.removeLast(drop)
@@ -128,7 +128,7 @@ final class LineSource: Sendable {
     private func readChunk() async -> Int {
         let chunk: [UInt8] = await withCheckedContinuation { continuation in
             self.queue.async {
-                var bytes = [UInt8](repeating: 0, count: 256 * 1024)
+                var bytes = [UInt8](repeating: 0, count: 64 * 1024)
                 var n: Int
                 repeat {
                     n = bytes.withUnsafeMutableBytes { read(self.fd, $0.baseAddress, $0.count) }
