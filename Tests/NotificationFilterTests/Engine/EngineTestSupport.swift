@@ -71,6 +71,22 @@ struct EngineHarness {
         )
     }
 
+    /// Another engine over `store` (this harness's by default) and the same accounts and clock, whose calls are
+    /// reported to `sink` (an ``EventOutbox`` as the daemon wires it, or a recording sink).
+    func engine(
+        store: FilterStateStore? = nil,
+        sink: any CallEventSink,
+        logger: Logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) async throws -> FilterEngine {
+        try FilterEngine(
+            store: store ?? self.store,
+            accounts: await self.engine.accounts,
+            reporter: CallKitReporter(configuration: .init(), sink: sink, now: self.clock.closure, logger: logger),
+            now: self.clock.closure,
+            logger: logger
+        )
+    }
+
     /// A new engine over the same state and accounts, as after a process restart, with its restart recovery done.
     func restartedEngine(
         reporter: any CallReporting,

@@ -89,16 +89,8 @@ struct OpenAheadTests {
     @Test("the engine commits a batch's call events after its last report")
     func engineBatchesEvents() async throws {
         let h = try EngineHarness()
-        let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         let counting = CountingSink()
-        let reporter = CallKitReporter(configuration: .init(), sink: counting, now: h.clock.closure, logger: logger)
-        let engine = try FilterEngine(
-            store: h.store,
-            accounts: await h.engine.accounts,
-            reporter: reporter,
-            now: h.clock.closure,
-            logger: logger
-        )
+        let engine = try await h.engine(sink: counting)
         let inputs = try (0..<3).map { i in
             PayloadInput(seq: Int64(i + 1), apnsID: nil, body: try h.body(EngineHarness.invite(UUID())))
         }
@@ -123,14 +115,7 @@ extension OpenAheadTests {
         let store = try FilterStateStore(path: h.directory + "/\(tag).sqlite", logger: logger)
         let (decisions, events) = (h.directory + "/\(tag).decisions", h.directory + "/\(tag).events")
         let outbox = try EventOutbox(store: store, eventsPath: events, forward: nil, logger: logger)
-        let reporter = CallKitReporter(configuration: .init(), sink: outbox, now: h.clock.closure, logger: logger)
-        let engine = try FilterEngine(
-            store: store,
-            accounts: await h.engine.accounts,
-            reporter: reporter,
-            now: h.clock.closure,
-            logger: logger
-        )
+        let engine = try await h.engine(store: store, sink: outbox)
         var configuration = FilterDaemonConfiguration(input: .spool(path: spool), decisionsPath: decisions)
         configuration.exitAtEndOfInput = true
         configuration.batchSize = batchSize

@@ -43,14 +43,7 @@ struct StatePruneTests {
         handle.write(Data(lines.map { $0 + "\n" }.joined().utf8))
         try handle.close()
         let outbox = try EventOutbox(store: h.store, eventsPath: events, forward: nil, logger: logger)
-        let reporter = CallKitReporter(configuration: .init(), sink: outbox, now: h.clock.closure, logger: logger)
-        let engine = try FilterEngine(
-            store: h.store,
-            accounts: await h.engine.accounts,
-            reporter: reporter,
-            now: h.clock.closure,
-            logger: logger
-        )
+        let engine = try await h.engine(sink: outbox)
         var configuration = FilterDaemonConfiguration(input: .spool(path: spool), decisionsPath: decisions)
         configuration.exitAtEndOfInput = true
         configuration.pruneEveryPayloads = 4
