@@ -6,12 +6,7 @@ import Testing
 /// The one-pass scanner behind `PushLine.read` reads what `JSONDecoder` reads, or declines: it may never differ.
 @Suite("PushLine scanner: the same (kind, line) as JSONDecoder, or none")
 struct PushLineScannerTests {
-    static let token = String(repeating: "ab", count: 32)
-    static let apnsID = "2A1B7C3D-0000-4000-8000-00000000ABCD"
-    static let headers = [
-        "apns-push-type": "alert", "apns-priority": "10", "apns-expiration": "0", "apns-topic": "com.example.app",
-        "apns-id": apnsID,
-    ]
+    static let (token, apnsID, headers) = (PushLineTests.token, PushLineTests.apnsID, PushLineTests.headers)
     static let body = #"{"aps":{"alert":{"title":"a/b"},"mutable-content":1},"e2ee":"AAEC/+=="}"#
 
     /// The lines the tools write, each with the value it must scan to.
