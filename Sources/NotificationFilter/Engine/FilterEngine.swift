@@ -22,9 +22,8 @@ public actor FilterEngine {
     let now: @Sendable () -> Int64
     let logger: Logger
 
-    /// key id → index into `accounts`
-    private var accountByKeyID: [KeyID: Int] = [:]
-    /// The accounts as opening needs them, readable outside the actor (``open(_:)``); replaced on every change.
+    /// The accounts as opening needs them (with the key id → account index), readable outside the actor
+    /// (``open(_:)``); replaced on every change.
     private nonisolated let openContextCopy: PThreadMutex<OpenContext>
     private var lockedNoticeShown = false
     /// Payloads kept while locked wait to be decided: every newer payload is kept behind them, so after unlock
@@ -55,14 +54,12 @@ public actor FilterEngine {
         self.now = now
         self.logger = logger
         self.keptWaiting = try store.transaction { tx in try !tx.pendingPayloads(limit: 1).isEmpty }
-        self.accountByKeyID = Self.index(accounts)
-        self.openContextCopy = PThreadMutex(OpenContext(accounts: accounts, accountByKeyID: self.accountByKeyID))
+        self.openContextCopy = PThreadMutex(OpenContext(accounts: accounts, accountByKeyID: Self.index(accounts)))
     }
 
     /// The accounts changed (an unlock): index them again, and let batches opened before be opened again.
     private func accountsChanged() {
-        self.accountByKeyID = Self.index(self.accounts)
-        let (accounts, index) = (self.accounts, self.accountByKeyID)
+        let (accounts, index) = (self.accounts, Self.index(self.accounts))
         self.openContextCopy.withLock { context in
             context = OpenContext(accounts: accounts, accountByKeyID: index, generation: context.generation + 1)
         }
