@@ -18,7 +18,9 @@ asan:
 	ASAN_OPTIONS=detect_leaks=0 swift test --sanitize=address --scratch-path .build-asan
 
 tsan:
-	swift test --sanitize=thread --scratch-path .build-tsan
+	Tools/sanitizers/check-suppressions.sh
+	TSAN_OPTIONS="$$TSAN_OPTIONS suppressions=$(CURDIR)/Tools/sanitizers/tsan.supp" \
+	  swift test --sanitize=thread --scratch-path .build-tsan
 
 fuzz-build:
 	swift build --package-path Fuzz -c debug --sanitize=fuzzer --sanitize=address --product FuzzEnvelope
