@@ -53,6 +53,40 @@ struct RelayStoreContractTests {
     }
 
     @Test(
+        "PostgreSQL: an instance starting while another migrates waits for it past the per-request bound",
+        .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)
+    )
+    func postgresMigrationWaitsForAnother() async throws {
+        let url = try await PostgresTestServer.freshDatabaseURL()
+        // Another instance's migration, as far as the lock goes: the advisory lock `migrate` takes, held by a
+        // session of a second store until that store closes.
+        let other = try await PostgresRelayStore.connect(url: url, logger: Logger(label: "pg-other"))
+        try await other.executeForTesting("SELECT pg_advisory_lock(7270011)")
+        let store = try await PostgresRelayStore.connect(
+            url: url,
+            operationTimeout: .seconds(1),
+            logger: Logger(label: "pg")
+        )
+        let migration = Task { () -> RelayError? in
+            do throws(RelayError) {
+                try await store.migrate()
+                return nil
+            } catch {
+                return error
+            }
+        }
+        // Held three times the store's 1 s request bound after its migration started waiting.
+        try await Task.sleep(for: .seconds(3))
+        await other.close()
+        let failure = await migration.value
+        #expect(failure == nil, "migrate failed: \(String(describing: failure))")
+        // The schema is there: the contract's first steps work.
+        try await store.ping()
+        try await store.migrate()
+        await store.close()
+    }
+
+    @Test(
         "PostgreSQL: three concurrent leasers never lease one push twice (FOR UPDATE SKIP LOCKED)",
         .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)
     )

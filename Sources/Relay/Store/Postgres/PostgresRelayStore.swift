@@ -187,23 +187,29 @@ public final class PostgresRelayStore: RelayStore {
     /// SQLSTATE `disk_full`.
     static let diskFull = "53100"
 
-    /// The answer when the database does not answer within ``operationTimeout`` (server down, network cut).
-    private func timedOut(_ operation: String) -> RelayError {
+    /// How long ``migrate()`` may take: it waits for any other instance's migration (an advisory lock) and runs DDL,
+    /// which a busy server may take longer than one request's ``operationTimeout`` to commit. It runs once, at start.
+    static let migrationTimeout: Duration = .seconds(60)
+
+    /// The answer when the database does not answer within `timeout` (server down, network cut).
+    private func timedOut(_ operation: String, _ timeout: Duration) -> RelayError {
         RelayError(
             .storageUnavailable,
-            "PostgreSQL at \(self.endpoint) did not answer within \(self.operationTimeout) during \(operation); send "
+            "PostgreSQL at \(self.endpoint) did not answer within \(timeout) during \(operation); send "
                 + "the request again (a submit with the same Idempotency-Key: one that did reach the database is "
                 + "answered as a duplicate); pushes already accepted stay queued, the relay reconnects by itself",
             retryAfterSeconds: 1
         )
     }
 
-    /// Runs `body` within ``operationTimeout``; on timeout it is cancelled (a wait for a connection ends at once).
+    /// Runs `body` within `timeout` (default ``operationTimeout``); on timeout it is cancelled (a wait for a
+    /// connection ends at once).
     private func bounded<T: Sendable>(
         _ operation: String,
+        timeout: Duration? = nil,
         _ body: @escaping @Sendable () async throws -> T
     ) async throws(RelayError) -> T {
-        let timeout = self.operationTimeout
+        let timeout = timeout ?? self.operationTimeout
         let first = await withTaskGroup(of: Result<T, any Error>?.self) { group in
             group.addTask {
                 do { return .success(try await body()) } catch { return .failure(error) }
@@ -219,17 +225,18 @@ public final class PostgresRelayStore: RelayStore {
         switch first {
         case .success(let value): return value
         case .failure(let error): throw self.failure(error, operation)
-        case nil: throw self.timedOut(operation)
+        case nil: throw self.timedOut(operation, timeout)
         }
     }
 
     private func transaction<T: Sendable>(
         _ operation: String,
+        timeout: Duration? = nil,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws(RelayError) -> T {
         let client = self.client
         let logger = self.logger
-        let value = try await self.bounded(operation) {
+        let value = try await self.bounded(operation, timeout: timeout) {
             try await client.withTransaction(logger: logger) { connection in try await body(connection) }
         }
         self.lastWriteNoRoom.withLock { $0 = nil }
@@ -255,7 +262,8 @@ public final class PostgresRelayStore: RelayStore {
 
     public func migrate() async throws(RelayError) {
         let logger = self.logger
-        try await self.transaction("migrate") { connection in
+        let timeout = max(Self.migrationTimeout, self.operationTimeout)
+        try await self.transaction("migrate", timeout: timeout) { connection in
             // Instances starting together must not race on CREATE TABLE.
             try await connection.query("SELECT pg_advisory_xact_lock(7270011)", logger: logger)
             for statement in PostgresSchema.statements {
