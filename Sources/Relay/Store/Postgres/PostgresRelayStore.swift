@@ -89,9 +89,17 @@ public final class PostgresRelayStore: RelayStore {
             endpoint: endpoint,
             operationTimeout: operationTimeout
         )
-        // The pool retries a refused connection for about a minute; at start, ten seconds say enough.
+        // The pool retries a refused connection for about a minute; at start, ten seconds say enough. Pings are
+        // tried again within them: each is bounded by `operationTimeout`, which a loaded server's first pooled
+        // connection can take longer than.
         let answered = await withTaskGroup(of: Bool?.self) { group in
-            group.addTask { (try? await store.ping()) != nil }
+            group.addTask {
+                while !Task.isCancelled {
+                    if (try? await store.ping()) != nil { return true }
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+                return nil
+            }
             group.addTask {
                 try? await Task.sleep(for: .seconds(10))
                 return nil
