@@ -52,6 +52,76 @@ struct RelayStoreContractTests {
         await store.close()
     }
 
+    @Test("SQLite: a lease takes the oldest due pushes of both kinds; completed rows are purged after an hour")
+    func sqliteLeaseOrder() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let store = try SQLiteRelayStore(path: folder.file("relay.sqlite"))
+        try await store.migrate()
+        try await Self.leaseOrder(store)
+    }
+
+    @Test(
+        "PostgreSQL: a lease takes the oldest due pushes of both kinds; completed rows are purged after an hour",
+        .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)
+    )
+    func postgresLeaseOrder() async throws {
+        let store = try await PostgresRelayStore.connect(
+            url: try await PostgresTestServer.freshDatabaseURL(),
+            logger: Logger(label: "pg")
+        )
+        try await store.migrate()
+        try await Self.leaseOrder(store)
+        await store.close()
+    }
+
+    /// Four pushes q-1…q-4 in queue order; q-1…q-3 leased until 1100, q-2 handed back for a retry at 1050. At 1100
+    /// the due pushes are the expired leases q-1, q-3 and the queued q-2, q-4: a lease of 2 takes the oldest two of
+    /// both kinds together (q-1, q-2), not the oldest of one kind first (q-1, q-3 or q-2, q-4). Then `purge` deletes
+    /// completed rows an hour after their completion, and only those.
+    static func leaseOrder(_ store: any RelayStore) async throws {
+        try await Self.seed(store, pushes: 0)
+        let pushes = (1...4).map { ("a", "q-\($0)", [UInt8($0)]) }
+        _ = try await store.enqueue(
+            NewSubmit(userID: "u", idempotencyKey: "order", requestDigest: [7], pushes: pushes),
+            nowMs: 1000
+        )
+        let first = try await store.lease(owner: "x", limit: 3, nowMs: 1000, leaseMs: 100)
+        #expect(first.map(\.pushID).sorted() == ["q-1", "q-2", "q-3"])
+        #expect(
+            try await store.complete(
+                "q-2",
+                owner: "x",
+                outcome: .retry(retryAtMs: 1050, status: 503, reason: "x"),
+                nowMs: 1010
+            ) == .recorded
+        )
+        #expect(try await store.lease(owner: "y", limit: 10, nowMs: 1049, leaseMs: 100).map(\.pushID) == ["q-4"])
+        // q-4 is leased by y until 1149 now; at 1100 the due ones are q-1, q-3 (expired) and q-2 (retry).
+        let second = try await store.lease(owner: "z", limit: 2, nowMs: 1100, leaseMs: 100)
+        #expect(second.map(\.pushID).sorted() == ["q-1", "q-2"])
+        #expect(second.sorted { $0.pushID < $1.pushID }.map(\.attempts) == [2, 2])
+        let third = try await store.lease(owner: "z", limit: 10, nowMs: 1100, leaseMs: 100)
+        #expect(third.map(\.pushID) == ["q-3"])
+        #expect(try await store.lease(owner: "z", limit: 10, nowMs: 1148, leaseMs: 100).isEmpty)
+        #expect(try await store.lease(owner: "z", limit: 10, nowMs: 1149, leaseMs: 100).map(\.pushID) == ["q-4"])
+
+        // Completed rows go an hour after completion; a row still in the queue stays.
+        #expect(try await store.complete("q-1", owner: "z", outcome: .delivered(status: 200), nowMs: 1200) == .recorded)
+        #expect(
+            try await store.complete("q-3", owner: "z", outcome: .failed(status: 400, reason: "x"), nowMs: 1300)
+                == .recorded
+        )
+        try await store.purge(nowMs: 1200 + 3_600_000 - 1)
+        #expect(try await store.counts() == [.delivered: 1, .failed: 1, .leased: 2])
+        try await store.purge(nowMs: 1200 + 3_600_000)
+        #expect(try await store.push("q-1") == nil)
+        #expect(try await store.counts() == [.failed: 1, .leased: 2])
+        try await store.purge(nowMs: 1300 + 3_600_000)
+        #expect(try await store.counts() == [.leased: 2])
+        #expect(try await store.push("q-2")?.state == .leased)
+    }
+
     @Test(
         "PostgreSQL: an instance starting while another migrates waits for it past the per-request bound",
         .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)

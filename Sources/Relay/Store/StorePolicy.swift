@@ -7,6 +7,18 @@ enum StorePolicy {
     /// How long an idempotency key is remembered.
     static let idempotencyWindowMs: Int64 = 24 * 3600 * 1000
 
+    /// How long a completed push's row (delivered, failed, unregistered, removed; its body already cleared) stays:
+    /// long past any lease, so a late second completion is still counted as a duplicate, then deleted by `purge`.
+    static let completedRetentionMs: Int64 = 3600 * 1000
+
+    /// Deletes the rows of pushes completed at or before the parameter `cutoff` (an SQL placeholder).
+    static func purgeCompletedSQL(_ cutoff: String) -> String {
+        """
+        DELETE FROM pushes WHERE state IN ('delivered', 'failed', 'unregistered', 'removed')
+          AND completed_at_ms <= \(cutoff)
+        """
+    }
+
     /// Whether `list` may replace `stored` (docs/RELAY.md "Publishing a device list").
     ///
     /// - Returns: false for the identical list (nothing to store).
@@ -93,4 +105,17 @@ enum StorePolicy {
             Row(state: .removed, reason: "no active push address", final: true)
         }
     }
+}
+
+/// The queue's indexes, the same on both stores. A lease walks the due rows of each state in queue order (`seq`)
+/// and stops at its limit: partial indexes hold only queued or leased rows, so neither the completed rows of the
+/// past hour nor the size of a backlog is read. The index on (state, next_attempt_at_ms) used until 2026-11-26 made
+/// every lease read and sort the whole due backlog (SQLite) or scan every completed row before the first due one
+/// (PostgreSQL).
+enum RelaySchemaIndexes {
+    static let statements = [
+        "DROP INDEX IF EXISTS pushes_due",
+        "CREATE INDEX IF NOT EXISTS pushes_queued ON pushes (seq) WHERE state = 'queued'",
+        "CREATE INDEX IF NOT EXISTS pushes_leased ON pushes (seq) WHERE state = 'leased'",
+    ]
 }

@@ -274,7 +274,7 @@ public final class PostgresRelayStore: RelayStore {
         try await self.transaction("migrate", timeout: timeout) { connection in
             // Instances starting together must not race on CREATE TABLE.
             try await connection.query("SELECT pg_advisory_xact_lock(7270011)", logger: logger)
-            for statement in PostgresSchema.statements {
+            for statement in PostgresSchema.statements + RelaySchemaIndexes.statements {
                 try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
         }
@@ -642,12 +642,14 @@ public final class PostgresRelayStore: RelayStore {
             // One round trip: lease the due rows and join each with its device's active address.
             let rows = try await connection.query(
                 """
-                WITH due AS (
-                  SELECT seq FROM pushes
-                  WHERE (state = 'queued' AND next_attempt_at_ms <= \(nowMs))
-                     OR (state = 'leased' AND lease_expires_at_ms <= \(nowMs))
-                  ORDER BY seq LIMIT \(Int64(limit))
-                  FOR UPDATE SKIP LOCKED),
+                WITH expired AS (
+                  SELECT seq FROM pushes WHERE state = 'leased' AND lease_expires_at_ms <= \(nowMs)
+                  ORDER BY seq LIMIT \(Int64(limit)) FOR UPDATE SKIP LOCKED),
+                queued AS (
+                  SELECT seq FROM pushes WHERE state = 'queued' AND next_attempt_at_ms <= \(nowMs)
+                  ORDER BY seq LIMIT \(Int64(limit)) FOR UPDATE SKIP LOCKED),
+                due AS (
+                  SELECT seq FROM expired UNION ALL SELECT seq FROM queued ORDER BY seq LIMIT \(Int64(limit))),
                 leased AS (
                   UPDATE pushes p SET state = 'leased', lease_owner = \(owner),
                     lease_expires_at_ms = \(nowMs + leaseMs), attempts = p.attempts + 1
@@ -854,9 +856,13 @@ public final class PostgresRelayStore: RelayStore {
     public func purge(nowMs: Int64) async throws(RelayError) {
         let logger = self.logger
         let cutoff = nowMs - StorePolicy.idempotencyWindowMs
+        var binds = PostgresBindings()
+        binds.append(nowMs - StorePolicy.completedRetentionMs)
+        let purgeCompleted = PostgresQuery(unsafeSQL: StorePolicy.purgeCompletedSQL("$1"), binds: binds)
         try await self.transaction("purge") { connection in
             try await connection.query("DELETE FROM auth_nonces WHERE expires_at_ms <= \(nowMs)", logger: logger)
             try await connection.query("DELETE FROM submissions WHERE created_at_ms <= \(cutoff)", logger: logger)
+            try await connection.query(purgeCompleted, logger: logger)
         }
     }
 
@@ -896,6 +902,5 @@ enum PostgresSchema {
           lease_expires_at_ms BIGINT, enqueued_at_ms BIGINT NOT NULL, completed_at_ms BIGINT,
           apns_status BIGINT, apns_reason TEXT, completions BIGINT NOT NULL)
         """,
-        "CREATE INDEX IF NOT EXISTS pushes_due ON pushes (state, next_attempt_at_ms)",
     ]
 }

@@ -108,7 +108,7 @@ public final class SQLiteRelayStore: RelayStore {
     public func migrate() async throws(RelayError) {
         try await self.withConnection { db throws(RelayError) in
             try db.transaction { () throws(RelayError) in
-                for statement in SQLiteSchema.statements { try db.execute(statement) }
+                for statement in SQLiteSchema.statements + RelaySchemaIndexes.statements { try db.execute(statement) }
             }
         }
     }
@@ -518,9 +518,13 @@ public final class SQLiteRelayStore: RelayStore {
                     UPDATE pushes SET state = 'leased', lease_owner = ?1, lease_expires_at_ms = ?2,
                       attempts = attempts + 1
                     WHERE seq IN (
-                      SELECT seq FROM pushes
-                      WHERE (state = 'queued' AND next_attempt_at_ms <= ?3)
-                         OR (state = 'leased' AND lease_expires_at_ms <= ?3)
+                      SELECT seq FROM (
+                        SELECT seq FROM pushes WHERE state = 'leased' AND lease_expires_at_ms <= ?3
+                        ORDER BY seq LIMIT ?4)
+                      UNION ALL
+                      SELECT seq FROM (
+                        SELECT seq FROM pushes WHERE state = 'queued' AND next_attempt_at_ms <= ?3
+                        ORDER BY seq LIMIT ?4)
                       ORDER BY seq LIMIT ?4)
                     RETURNING push_id, user_id, device_id, body, attempts, enqueued_at_ms
                     """
@@ -702,6 +706,10 @@ public final class SQLiteRelayStore: RelayStore {
                     try s.bind(nowMs - StorePolicy.idempotencyWindowMs, at: 1)
                     try s.run()
                 }
+                try db.withStatement(StorePolicy.purgeCompletedSQL("?1")) { s throws(RelayError) in
+                    try s.bind(nowMs - StorePolicy.completedRetentionMs, at: 1)
+                    try s.run()
+                }
             }
         }
     }
@@ -746,6 +754,5 @@ enum SQLiteSchema {
           lease_expires_at_ms INTEGER, enqueued_at_ms INTEGER NOT NULL, completed_at_ms INTEGER,
           apns_status INTEGER, apns_reason TEXT, completions INTEGER NOT NULL)
         """,
-        "CREATE INDEX IF NOT EXISTS pushes_due ON pushes (state, next_attempt_at_ms)",
     ]
 }
