@@ -2,8 +2,11 @@
 //
 // It starts the release binaries as processes: one `e2ee-gateway` (the local APNs, accepted pushes as JSON lines on
 // a pipe) and K `e2ee-relay serve` instances on one store (an embedded SQLite file for K = 1, or a PostgreSQL URL),
-// publishes bob's signed device list and push address through the relay, and submits N envelopes sealed beforehand
-// by `e2ee-send batch` (so sealing is not measured), C submits in flight, spread over the instances.
+// publishes bob's signed device list and push addresses through the relay, and submits N messages sealed beforehand
+// by `e2ee-send batch` (so sealing is not measured), C submits in flight, spread over the instances. With
+// `--devices D`, bob has D devices (the first signs the others in, as `e2ee-send device add` does) and each submit
+// carries a message's D envelopes, one per device, as a sender's app submits a message to every device of its
+// recipient: N·D pushes in all. Every figure below is per push.
 //
 // It prints:
 //   - end-to-end pushes/s: N / (the last push accepted by the gateway − the first submit sent);
@@ -14,7 +17,8 @@
 //     ratio of at most 1.5.
 //
 // Usage: swift run --package-path Benchmarks -c release e2ee-relay-bench --bin .build/release
-//          [--pushes N] [--instances K] [--database sqlite|postgres://…] [--concurrency C] [--workers W]
+//          [--pushes N] [--devices D] [--instances K] [--database sqlite|postgres://…] [--concurrency C]
+//          [--workers W]
 import E2EECore
 import Foundation
 import Relay
@@ -26,6 +30,7 @@ import Glibc
 struct Options {
     var bin = ".build/release"
     var pushes = 10_000
+    var devices = 1
     var instances = 1
     var database = "sqlite"
     var concurrency = 64
@@ -38,6 +43,7 @@ struct Options {
             switch argument {
             case "--bin": self.bin = value
             case "--pushes": self.pushes = Int(value) ?? self.pushes
+            case "--devices": self.devices = Int(value) ?? self.devices
             case "--instances": self.instances = Int(value) ?? self.instances
             case "--database": self.database = value
             case "--concurrency": self.concurrency = Int(value) ?? self.concurrency
@@ -51,6 +57,7 @@ struct Options {
             }
             self.database = url
         }
+        if !(1...16).contains(self.devices) { Self.fail("--devices takes 1 to 16") }
         if self.database == "sqlite", self.instances != 1 {
             Self.fail("the embedded SQLite store is for one relay process; use --database postgres for --instances > 1")
         }
@@ -72,6 +79,13 @@ func cpuSeconds(_ pid: Int32) -> Double {
     let utime = Double(fields[11]) ?? 0
     let stime = Double(fields[12]) ?? 0
     return (utime + stime) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+/// One submit: a message's envelopes, one per device of the recipient.
+struct Submit: Sendable {
+    var pushes: [(deviceID: String, envelope: Envelope)]
+
+    init(pushes: [(String, Envelope)]) { self.pushes = pushes.map { (deviceID: $0.0, envelope: $0.1) } }
 }
 
 func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
@@ -176,6 +190,8 @@ struct RelayBench {
         let bob = "bob-\(suffix)"
         let topic = "com.example.e2ee"
         let deviceToken = String(repeating: "ab", count: 32)
+        /// Device d's APNs token (the first device's is `deviceToken`).
+        func apnsToken(_ device: Int) -> String { device == 0 ? deviceToken : String(format: "%064x", device) }
 
         // Keys, and N request lines sealed offline (mixed kinds, as Tools/bench/pipeline_bench.py makes them).
         let keys = work + "/keys"
@@ -187,6 +203,24 @@ struct RelayBench {
                 "--topic", topic,
             ]
         )
+        // bob's other devices: each makes a device request, the first device signs it into his list.
+        for device in 1..<options.devices {
+            let folder = keys + "/device\(device)"
+            try run(
+                send,
+                [
+                    "device", "request", "--user-id", bob, "--device-id", "device\(device)", "--display-name", "Bob",
+                    "--out-dir", folder, "--device-token", apnsToken(device), "--topic", topic,
+                ]
+            )
+            try run(
+                send,
+                [
+                    "device", "add", "--identity", keys + "/\(bob).identity", "--card", keys + "/\(bob).card.json",
+                    "--request", folder + "/\(bob).device\(device).request.json",
+                ]
+            )
+        }
         var requests = ""
         for i in 0..<options.pushes {
             var request: [String: Any] = ["to": bob]
@@ -219,17 +253,32 @@ struct RelayBench {
             stdout: work + "/lines.jsonl"
         )
         let lines = try String(contentsOfFile: work + "/lines.jsonl", encoding: .utf8).split(separator: "\n")
-        var envelopes: [Envelope] = []
+        // `batch` prints a message's lines one per device, together: one submit carries each group. A line names its
+        // device only when the message fans out to several.
+        let identity = try Identity.load(path: keys + "/\(bob).identity")
+        var envelopes: [Submit] = []
+        var group: [(String, Envelope)] = []
         for line in lines {
             guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                let device = object["device"] as? String ?? (options.devices == 1 ? identity.deviceID : nil),
                 let body = object["body"] as? String,
                 let payload = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
                 let base64 = payload["e2ee"] as? String,
                 let bytes = Data(base64Encoded: base64)
-            else { Options.fail("e2ee-send batch printed a line without an envelope") }
-            envelopes.append(try Envelope(parsing: Array(bytes)))
+            else { Options.fail("e2ee-send batch printed a line without a device or an envelope") }
+            group.append((device, try Envelope(parsing: Array(bytes))))
+            if group.count == options.devices {
+                guard Set(group.map(\.0)).count == options.devices else {
+                    Options.fail("a message's \(options.devices) lines are not one per device")
+                }
+                envelopes.append(Submit(pushes: group))
+                group = []
+            }
         }
-        guard envelopes.count == options.pushes else { Options.fail("sealed \(envelopes.count) of \(options.pushes)") }
+        guard envelopes.count == options.pushes, group.isEmpty else {
+            Options.fail("sealed \(lines.count) lines for \(options.pushes) messages to \(options.devices) devices")
+        }
+        let pushCount = options.pushes * options.devices
 
         // The local APNs.
         let apns = work + "/apns"
@@ -283,17 +332,23 @@ struct RelayBench {
             )
         }
 
-        // Bob's list, push address and delivery token, through the relay.
-        let identity = try Identity.load(path: keys + "/\(bob).identity")
+        // Bob's list, each device's push address, and a delivery token, through the relay.
         let list = try DeviceList.parse(Array(try Data(contentsOf: URL(fileURLWithPath: keys + "/\(bob).card.json"))))
+        guard list.devices.count == options.devices else {
+            Options.fail("bob's list has \(list.devices.count) devices, not \(options.devices)")
+        }
         let token = DeliveryToken()
         _ = try await clients[0].publish(list)
-        try await clients[0].registerPush(
-            userID: bob,
-            deviceID: identity.deviceID,
-            address: PushAddress(deviceToken: deviceToken, topic: topic, environment: "development"),
-            signingKey: identity.signingKey
-        )
+        for device in 0..<options.devices {
+            let deviceIdentity =
+                device == 0 ? identity : try Identity.load(path: keys + "/device\(device)/\(bob).identity")
+            try await clients[0].registerPush(
+                userID: bob,
+                deviceID: deviceIdentity.deviceID,
+                address: PushAddress(deviceToken: apnsToken(device), topic: topic, environment: "development"),
+                signingKey: deviceIdentity.signingKey
+            )
+        }
         try await clients[0].setDeliveryTokens(
             userID: bob,
             deviceID: identity.deviceID,
@@ -306,14 +361,16 @@ struct RelayBench {
         let gatewayCPUBefore = cpuSeconds(gateway.processIdentifier)
         let selfCPUBefore = cpuSeconds(getpid())
         let firstSubmitMs = nowMs()
-        let deviceID = identity.deviceID
-        let submitted: [(String, Int64)] = try await Self.fanOut(envelopes, options, clients) { client, envelope in
+        let submitted: [(String, Int64)] = try await Self.fanOut(envelopes, options, clients) { client, submit in
             let sentAt = nowMs()
-            let answer = try await client.submit(userID: bob, pushes: [(deviceID, envelope)], token: token)
-            return (answer.pushes[0].pushID.lowercased(), sentAt)
-        }
+            let answer = try await client.submit(userID: bob, pushes: submit.pushes, token: token)
+            guard answer.pushes.count == submit.pushes.count else {
+                Options.fail("a submit of \(submit.pushes.count) pushes was answered with \(answer.pushes.count)")
+            }
+            return answer.pushes.map { ($0.pushID.lowercased(), sentAt) }
+        }.flatMap { $0 }
         let lastAcceptedMs = nowMs()
-        while log.count < options.pushes {
+        while log.count < pushCount {
             guard gateway.isRunning else { Options.fail("the gateway exited") }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -337,8 +394,8 @@ struct RelayBench {
         // spends on these is the request alone: TLS, HTTP/2, Hummingbird, the body, an answer.
         let floorCPUBefore = relays.map { cpuSeconds($0.processIdentifier) }
         let refusedUser = String(repeating: "x", count: 65)
-        let refused = try await Self.fanOut(envelopes, options, clients) { client, envelope in
-            await Self.refusal(client, refusedUser, deviceID, envelope, token)
+        let refused = try await Self.fanOut(envelopes, options, clients) { client, submit in
+            await Self.refusal(client, refusedUser, submit, token)
         }.filter { $0 == .badUserID }.count
         guard refused == options.pushes else { Options.fail("\(refused) of \(options.pushes) floor submits refused") }
         let floorCPU = zip(relays, floorCPUBefore).map { cpuSeconds($0.processIdentifier) - $1 }.reduce(0, +)
@@ -355,7 +412,7 @@ struct RelayBench {
             ["deliver", "--window", "200"] + apnsOptions,
             stdin: work + "/lines.jsonl"
         )
-        while log.count < before + options.pushes {
+        while log.count < before + pushCount {
             guard gateway.isRunning else { Options.fail("the gateway exited") }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -363,19 +420,21 @@ struct RelayBench {
         gateway.waitUntilExit()
 
         let store = options.database == "sqlite" ? "SQLite" : "PostgreSQL"
-        let relayPerPush = relayCPU.reduce(0, +) / Double(options.pushes) * 1e6
-        let deliverPerPush = deliverCPU / Double(options.pushes) * 1e6
+        let relayPerPush = relayCPU.reduce(0, +) / Double(pushCount) * 1e6
+        let deliverPerPush = deliverCPU / Double(pushCount) * 1e6
+        let floorPerPush = floorCPU / Double(pushCount) * 1e6
         print(
-            "relay-bench: \(options.pushes) pushes, \(store), \(options.instances) instance(s), "
-                + "\(options.workers) delivery workers each, \(options.concurrency) submits in flight"
+            "relay-bench: \(pushCount) pushes (\(options.pushes) submits of \(options.devices) device(s)' pushes), "
+                + "\(store), \(options.instances) instance(s), \(options.workers) delivery workers each, "
+                + "\(options.concurrency) submits in flight"
         )
         print(
             String(
                 format: "  end to end: %.0f pushes/s (%.2f s from the first submit to the last push at the gateway; "
                     + "all %d submits answered 202 after %.2f s)",
-                Double(options.pushes) / seconds,
+                Double(pushCount) / seconds,
                 seconds,
-                submitted.count,
+                options.pushes,
                 Double(lastAcceptedMs - firstSubmitMs) / 1000
             )
         )
@@ -394,18 +453,18 @@ struct RelayBench {
         )
         print(
             String(
-                format: "  HTTPS floor: relay %.0f µs per submit refused before decoding (TLS, HTTP/2, Hummingbird, "
-                    + "body, 400): %.2f× deliver; the relay's own work above it: %.0f µs/push",
-                floorCPU / Double(options.pushes) * 1e6,
-                floorCPU / Double(options.pushes) * 1e6 / deliverPerPush,
-                relayPerPush - floorCPU / Double(options.pushes) * 1e6
+                format: "  HTTPS floor: relay %.0f µs per push for the same submits refused before decoding (TLS, "
+                    + "HTTP/2, Hummingbird, body, 400): %.2f× deliver; the relay's own work above it: %.0f µs/push",
+                floorPerPush,
+                floorPerPush / deliverPerPush,
+                relayPerPush - floorPerPush
             )
         )
         print(
             String(
                 format: "  also: gateway %.0f µs/push, this load generator %.0f µs/push (same 2 cores)",
-                gatewayCPU / Double(options.pushes) * 1e6,
-                selfCPU / Double(options.pushes) * 1e6
+                gatewayCPU / Double(pushCount) * 1e6,
+                selfCPU / Double(pushCount) * 1e6
             )
         )
         let duplicates = metrics.split(separator: "\n").first { $0.hasPrefix("relay_duplicate_deliveries_total") }
@@ -415,10 +474,10 @@ struct RelayBench {
     /// Runs `body` once per envelope, `options.concurrency` tasks in flight, each task on one client (round-robin
     /// over the instances) with its own contiguous share of the envelopes.
     static func fanOut<T: Sendable>(
-        _ envelopes: [Envelope],
+        _ envelopes: [Submit],
         _ options: Options,
         _ clients: [RelayClient],
-        _ body: @escaping @Sendable (RelayClient, Envelope) async throws -> T
+        _ body: @escaping @Sendable (RelayClient, Submit) async throws -> T
     ) async throws -> [T] {
         try await withThrowingTaskGroup(of: [T].self) { group in
             let perTask = (envelopes.count + options.concurrency - 1) / options.concurrency
@@ -443,12 +502,11 @@ struct RelayBench {
     static func refusal(
         _ client: RelayClient,
         _ userID: String,
-        _ deviceID: String,
-        _ envelope: Envelope,
+        _ submit: Submit,
         _ token: DeliveryToken
     ) async -> RelayError.Code? {
         do {
-            _ = try await client.submit(userID: userID, pushes: [(deviceID, envelope)], token: token)
+            _ = try await client.submit(userID: userID, pushes: submit.pushes, token: token)
             return nil
         } catch {
             return error.code
