@@ -27,14 +27,40 @@ enum PostgresTestServer {
 /// One store behaviour contract, run against the embedded store and (when a server is given) PostgreSQL.
 @Suite("Relay store contract: SQLite and PostgreSQL behave the same")
 struct RelayStoreContractTests {
-    @Test("SQLite: lists, devices, nonces, tokens, idempotent enqueue, leases and completions")
-    func sqlite() async throws {
+    /// Runs `body` on a migrated store in a fresh SQLite file, then closes it and removes the file.
+    static func withSQLite(_ body: (SQLiteRelayStore) async throws -> Void) async throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         let store = try SQLiteRelayStore(path: folder.file("relay.sqlite"))
-        try await store.migrate()
-        try await Self.contract(store)
+        do {
+            try await store.migrate()
+            try await body(store)
+        } catch {
+            await store.close()
+            throw error
+        }
         await store.close()
+    }
+
+    /// Runs `body` on a migrated store in a fresh database on the test server, then closes it.
+    static func withPostgres(_ body: (PostgresRelayStore) async throws -> Void) async throws {
+        let store = try await PostgresRelayStore.connect(
+            url: try await PostgresTestServer.freshDatabaseURL(),
+            logger: Logger(label: "pg")
+        )
+        do {
+            try await store.migrate()
+            try await body(store)
+        } catch {
+            await store.close()
+            throw error
+        }
+        await store.close()
+    }
+
+    @Test("SQLite: lists, devices, nonces, tokens, idempotent enqueue, leases and completions")
+    func sqlite() async throws {
+        try await Self.withSQLite { try await Self.contract($0) }
     }
 
     @Test(
@@ -42,23 +68,15 @@ struct RelayStoreContractTests {
         .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)
     )
     func postgres() async throws {
-        let store = try await PostgresRelayStore.connect(
-            url: try await PostgresTestServer.freshDatabaseURL(),
-            logger: Logger(label: "pg")
-        )
-        try await store.migrate()
-        try await store.migrate()  // idempotent
-        try await Self.contract(store)
-        await store.close()
+        try await Self.withPostgres { store in
+            try await store.migrate()  // idempotent
+            try await Self.contract(store)
+        }
     }
 
     @Test("SQLite: a lease takes the oldest due pushes of both kinds; completed rows are purged after an hour")
     func sqliteLeaseOrder() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let store = try SQLiteRelayStore(path: folder.file("relay.sqlite"))
-        try await store.migrate()
-        try await Self.leaseOrder(store)
+        try await Self.withSQLite { try await Self.leaseOrder($0) }
     }
 
     @Test(
@@ -66,13 +84,7 @@ struct RelayStoreContractTests {
         .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)
     )
     func postgresLeaseOrder() async throws {
-        let store = try await PostgresRelayStore.connect(
-            url: try await PostgresTestServer.freshDatabaseURL(),
-            logger: Logger(label: "pg")
-        )
-        try await store.migrate()
-        try await Self.leaseOrder(store)
-        await store.close()
+        try await Self.withPostgres { try await Self.leaseOrder($0) }
     }
 
     /// Four pushes q-1…q-4 in queue order; q-1…q-3 leased until 1100, q-2 handed back for a retry at 1050. At 1100
@@ -362,39 +374,35 @@ struct PostgresDiskFullTests {
         .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)
     )
     func diskFull() async throws {
-        let store = try await PostgresRelayStore.connect(
-            url: try await PostgresTestServer.freshDatabaseURL(),
-            logger: Logger(label: "pg")
-        )
-        try await store.migrate()
-        try await RelayStoreContractTests.seed(store, pushes: 0)
-        try await store.ping()
-        try await store.executeForTesting(
-            """
-            CREATE FUNCTION no_room() RETURNS trigger AS $$
-            BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END
-            $$ LANGUAGE plpgsql
-            """
-        )
-        try await store.executeForTesting(
-            "CREATE TRIGGER no_room BEFORE INSERT ON pushes FOR EACH ROW EXECUTE FUNCTION no_room()"
-        )
-        let submit = NewSubmit(
-            userID: "u",
-            idempotencyKey: "full-1",
-            requestDigest: [1],
-            pushes: [("a", UUID().uuidString.lowercased(), [1, 2, 3])]
-        )
-        await #expect(throws: RelayError(.storageFull, "")) { _ = try await store.enqueue(submit, nowMs: 10) }
-        await #expect(throws: RelayError(.storageFull, "")) { try await store.ping() }
-        #expect(try await store.counts().isEmpty)
+        try await RelayStoreContractTests.withPostgres { store in
+            try await RelayStoreContractTests.seed(store, pushes: 0)
+            try await store.ping()
+            try await store.executeForTesting(
+                """
+                CREATE FUNCTION no_room() RETURNS trigger AS $$
+                BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END
+                $$ LANGUAGE plpgsql
+                """
+            )
+            try await store.executeForTesting(
+                "CREATE TRIGGER no_room BEFORE INSERT ON pushes FOR EACH ROW EXECUTE FUNCTION no_room()"
+            )
+            let submit = NewSubmit(
+                userID: "u",
+                idempotencyKey: "full-1",
+                requestDigest: [1],
+                pushes: [("a", UUID().uuidString.lowercased(), [1, 2, 3])]
+            )
+            await #expect(throws: RelayError(.storageFull, "")) { _ = try await store.enqueue(submit, nowMs: 10) }
+            await #expect(throws: RelayError(.storageFull, "")) { try await store.ping() }
+            #expect(try await store.counts().isEmpty)
 
-        try await store.executeForTesting("DROP TRIGGER no_room ON pushes")
-        // The refused submit claimed nothing: the same key is a first submit now, not a duplicate.
-        let accepted = try await store.enqueue(submit, nowMs: 20)
-        #expect(accepted.duplicate == false)
-        #expect(try await store.counts() == [.queued: 1])
-        try await store.ping()
-        await store.close()
+            try await store.executeForTesting("DROP TRIGGER no_room ON pushes")
+            // The refused submit claimed nothing: the same key is a first submit now, not a duplicate.
+            let accepted = try await store.enqueue(submit, nowMs: 20)
+            #expect(accepted.duplicate == false)
+            #expect(try await store.counts() == [.queued: 1])
+            try await store.ping()
+        }
     }
 }

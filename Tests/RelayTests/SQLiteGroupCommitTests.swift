@@ -56,57 +56,51 @@ struct SQLiteGroupCommitTests {
 
     @Test("twelve waiting submits: one commit; a reused key refused alone; a retry in the same group is a duplicate")
     func oneGroup() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let store = try SQLiteRelayStore(path: folder.file("relay.sqlite"))
-        try await store.migrate()
-        try await RelayStoreContractTests.seed(store, pushes: 0)
-        let earlier = try await store.enqueue(Self.submit("k0", digest: 1), nowMs: 1)
-        let commitsBefore = store.enqueueGroupCommits
+        try await RelayStoreContractTests.withSQLite { store in
+            try await RelayStoreContractTests.seed(store, pushes: 0)
+            let earlier = try await store.enqueue(Self.submit("k0", digest: 1), nowMs: 1)
+            let commitsBefore = store.enqueueGroupCommits
 
-        let fresh = (1...10).map { Self.submit("k\($0)", digest: UInt8($0)) }
-        var retry = fresh[0]
-        retry.pushes = retry.pushes.map { ($0.deviceID, UUID().uuidString.lowercased(), $0.body) }
-        let reused = Self.submit("k0", digest: 99)
-        let results = try await Self.enqueueAsOneGroup(store, [fresh + [reused], [retry]])
+            let fresh = (1...10).map { Self.submit("k\($0)", digest: UInt8($0)) }
+            var retry = fresh[0]
+            retry.pushes = retry.pushes.map { ($0.deviceID, UUID().uuidString.lowercased(), $0.body) }
+            let reused = Self.submit("k0", digest: 99)
+            let results = try await Self.enqueueAsOneGroup(store, [fresh + [reused], [retry]])
 
-        #expect(store.enqueueGroupCommits == commitsBefore + 1)
-        for (index, result) in results.prefix(10).enumerated() {
-            let outcome = try result.get()
-            #expect(outcome.duplicate == false)
-            #expect(outcome.pushes.map(\.pushID) == fresh[index].pushes.map(\.pushID))
+            #expect(store.enqueueGroupCommits == commitsBefore + 1)
+            for (index, result) in results.prefix(10).enumerated() {
+                let outcome = try result.get()
+                #expect(outcome.duplicate == false)
+                #expect(outcome.pushes.map(\.pushID) == fresh[index].pushes.map(\.pushID))
+            }
+            #expect(throws: RelayError(.idempotencyKeyReused, "")) { try results[10].get() }
+            let duplicate = try results[11].get()
+            #expect(duplicate.duplicate)
+            #expect(duplicate.pushes.map(\.pushID) == fresh[0].pushes.map(\.pushID))
+            // k0's two pushes and ten new submits of two: nothing of the refused one, nothing twice.
+            #expect(try await store.counts() == [.queued: 22])
+            #expect(try await store.push(earlier.pushes[0].pushID)?.state == .queued)
         }
-        #expect(throws: RelayError(.idempotencyKeyReused, "")) { try results[10].get() }
-        let duplicate = try results[11].get()
-        #expect(duplicate.duplicate)
-        #expect(duplicate.pushes.map(\.pushID) == fresh[0].pushes.map(\.pushID))
-        // k0's two pushes and ten new submits of two: nothing of the refused one, nothing twice.
-        #expect(try await store.counts() == [.queued: 22])
-        #expect(try await store.push(earlier.pushes[0].pushID)?.state == .queued)
-        await store.close()
     }
 
     @Test("a full disk during a group: every submit of the group gets storage-full and nothing of any is stored")
     func fullDiskFailsTheGroup() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.cleanup() }
-        let store = try SQLiteRelayStore(path: folder.file("relay.sqlite"))
-        try await store.migrate()
-        try await RelayStoreContractTests.seed(store, pushes: 0)
-        _ = try await store.enqueue(Self.submit("k0", digest: 1), nowMs: 1)
-        try store.capAtCurrentSize()
-        let commitsBefore = store.enqueueGroupCommits
+        try await RelayStoreContractTests.withSQLite { store in
+            try await RelayStoreContractTests.seed(store, pushes: 0)
+            _ = try await store.enqueue(Self.submit("k0", digest: 1), nowMs: 1)
+            try store.capAtCurrentSize()
+            let commitsBefore = store.enqueueGroupCommits
 
-        // Bodies larger than a page: each submit needs pages the capped file cannot get.
-        let submits = (1...3).map { Self.submit("big\($0)", digest: UInt8($0), bodyBytes: 8192) }
-        let results = try await Self.enqueueAsOneGroup(store, [submits])
+            // Bodies larger than a page: each submit needs pages the capped file cannot get.
+            let submits = (1...3).map { Self.submit("big\($0)", digest: UInt8($0), bodyBytes: 8192) }
+            let results = try await Self.enqueueAsOneGroup(store, [submits])
 
-        #expect(store.enqueueGroupCommits == commitsBefore)
-        for result in results {
-            #expect(throws: RelayError(.storageFull, "")) { try result.get() }
+            #expect(store.enqueueGroupCommits == commitsBefore)
+            for result in results {
+                #expect(throws: RelayError(.storageFull, "")) { try result.get() }
+            }
+            #expect(try await store.counts() == [.queued: 2])
+            await #expect(throws: RelayError(.storageFull, "")) { try await store.ping() }
         }
-        #expect(try await store.counts() == [.queued: 2])
-        await #expect(throws: RelayError(.storageFull, "")) { try await store.ping() }
-        await store.close()
     }
 }
