@@ -641,27 +641,7 @@ public final class PostgresRelayStore: RelayStore {
         return try await self.transaction("lease") { connection in
             // One round trip: lease the due rows and join each with its device's active address.
             let rows = try await connection.query(
-                """
-                WITH expired AS (
-                  SELECT seq FROM pushes WHERE state = 'leased' AND lease_expires_at_ms <= \(nowMs)
-                  ORDER BY seq LIMIT \(Int64(limit)) FOR UPDATE SKIP LOCKED),
-                queued AS (
-                  SELECT seq FROM pushes WHERE state = 'queued' AND next_attempt_at_ms <= \(nowMs)
-                  ORDER BY seq LIMIT \(Int64(limit)) FOR UPDATE SKIP LOCKED),
-                due AS (
-                  SELECT seq FROM expired UNION ALL SELECT seq FROM queued ORDER BY seq LIMIT \(Int64(limit))),
-                leased AS (
-                  UPDATE pushes p SET state = 'leased', lease_owner = \(owner),
-                    lease_expires_at_ms = \(nowMs + leaseMs), attempts = p.attempts + 1
-                  FROM due WHERE p.seq = due.seq
-                  RETURNING p.push_id, p.user_id, p.device_id, p.body, p.attempts, p.enqueued_at_ms, p.seq)
-                SELECT l.push_id, l.user_id, l.device_id, l.body, l.attempts, l.enqueued_at_ms,
-                  d.device_token, d.topic, d.environment
-                FROM leased l LEFT JOIN devices d
-                  ON d.user_id = l.user_id AND d.device_id = l.device_id AND d.device_token IS NOT NULL
-                    AND d.unregistered_at_ms IS NULL
-                ORDER BY l.seq
-                """,
+                Self.leaseQuery(owner: owner, limit: limit, nowMs: nowMs, leaseMs: leaseMs),
                 logger: logger
             )
             var leased: [LeasedPush] = []
@@ -689,6 +669,83 @@ public final class PostgresRelayStore: RelayStore {
             return leased
         }
     }
+
+    /// The lease statement: the due rows, locked and leased, each joined with its device's active address. With
+    /// `explain`, the same statement under `EXPLAIN (ANALYZE, FORMAT JSON)` (tests: it still leases).
+    private static func leaseQuery(
+        owner: String,
+        limit: Int,
+        nowMs: Int64,
+        leaseMs: Int64,
+        explain: Bool = false
+    ) -> PostgresQuery {
+        let prefix = explain ? "EXPLAIN (ANALYZE, FORMAT JSON) " : ""
+        return
+            """
+            \(unescaped: prefix)WITH expired AS (
+              SELECT seq, lease_expires_at_ms AS due FROM pushes
+              WHERE state = 'leased' AND lease_expires_at_ms <= \(nowMs)
+              ORDER BY lease_expires_at_ms, seq LIMIT \(Int64(limit)) FOR UPDATE SKIP LOCKED),
+            queued AS (
+              SELECT seq, next_attempt_at_ms AS due FROM pushes
+              WHERE state = 'queued' AND next_attempt_at_ms <= \(nowMs)
+              ORDER BY next_attempt_at_ms, seq LIMIT \(Int64(limit)) FOR UPDATE SKIP LOCKED),
+            due AS (
+              SELECT seq, due FROM expired UNION ALL SELECT seq, due FROM queued
+              ORDER BY due, seq LIMIT \(Int64(limit))),
+            leased AS (
+              UPDATE pushes p SET state = 'leased', lease_owner = \(owner),
+                lease_expires_at_ms = \(nowMs + leaseMs), attempts = p.attempts + 1
+              FROM due WHERE p.seq = due.seq
+              RETURNING p.push_id, p.user_id, p.device_id, p.body, p.attempts, p.enqueued_at_ms, p.seq)
+            SELECT l.push_id, l.user_id, l.device_id, l.body, l.attempts, l.enqueued_at_ms,
+              d.device_token, d.topic, d.environment
+            FROM leased l LEFT JOIN devices d
+              ON d.user_id = l.user_id AND d.device_id = l.device_id AND d.device_token IS NOT NULL
+                AND d.unregistered_at_ms IS NULL
+            ORDER BY l.seq
+            """
+    }
+
+    #if DEBUG
+    /// Leases as ``lease(owner:limit:nowMs:leaseMs:)`` does and returns the rows the statement's scans read: those
+    /// they returned plus those their filters removed (tests: a lease's work must not grow with waiting retries).
+    func leaseRowsReadForTesting(owner: String, limit: Int, nowMs: Int64, leaseMs: Int64) async throws -> Int {
+        let logger = self.logger
+        let plan = try await self.transaction("lease (explained)") { connection in
+            let rows = try await connection.query(
+                Self.leaseQuery(owner: owner, limit: limit, nowMs: nowMs, leaseMs: leaseMs, explain: true),
+                logger: logger
+            )
+            var text = ""
+            for try await (line, ) in rows.decode((String,).self) { text += line }
+            return text
+        }
+        struct Node: Decodable {
+            var nodeType: String
+            var actualRows: Int
+            var actualLoops: Int
+            var removed: Int?
+            var plans: [Node]?
+            enum CodingKeys: String, CodingKey {
+                case nodeType = "Node Type"
+                case actualRows = "Actual Rows"
+                case actualLoops = "Actual Loops"
+                case removed = "Rows Removed by Filter"
+                case plans = "Plans"
+            }
+            var rowsRead: Int {
+                let own = nodeType.hasSuffix("Scan") ? (actualRows + (removed ?? 0)) * actualLoops : 0
+                return own + (plans ?? []).reduce(0) { $0 + $1.rowsRead }
+            }
+        }
+        struct Explained: Decodable {
+            var plan: Node
+            enum CodingKeys: String, CodingKey { case plan = "Plan" }
+        }
+        return try JSONDecoder().decode([Explained].self, from: Data(plan.utf8)).reduce(0) { $0 + $1.plan.rowsRead }
+    }
+    #endif
 
     public func complete(
         _ completions: [Completion],

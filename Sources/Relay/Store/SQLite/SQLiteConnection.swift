@@ -243,6 +243,9 @@ struct SQLiteStatement {
 
     func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(raw, column) }
 
+    /// The virtual-machine steps this statement ran since the last call (SQLite's own count of its work; tests).
+    func takeVMSteps() -> Int { Int(sqlite3_stmt_status(raw, Int32(SQLITE_STMTSTATUS_VM_STEP), 1)) }
+
     func optionalInt64(_ column: Int32) -> Int64? { isNull(column) ? nil : int64(column) }
 
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(raw, column) == SQLITE_NULL }

@@ -130,6 +130,9 @@ public final class SQLiteRelayStore: RelayStore {
     var enqueueGroupCommits: Int { self.groupCommits.withLock { $0 } }
     /// Submits waiting for the next group commit (tests).
     var waitingEnqueues: Int { self.pendingEnqueues.withLock { $0.count } }
+    /// SQLite VM steps of the last lease statement (tests: a lease's work must not grow with the waiting retries).
+    private let leaseSteps = PThreadMutex(0)
+    var lastLeaseVMSteps: Int { self.leaseSteps.withLock { $0 } }
 
     /// Holds the store's queue until the returned function is called (tests that line submits up into one group).
     func holdQueue() -> @Sendable () -> Void {
@@ -519,13 +522,16 @@ public final class SQLiteRelayStore: RelayStore {
                       attempts = attempts + 1
                     WHERE seq IN (
                       SELECT seq FROM (
-                        SELECT seq FROM pushes WHERE state = 'leased' AND lease_expires_at_ms <= ?3
-                        ORDER BY seq LIMIT ?4)
-                      UNION ALL
-                      SELECT seq FROM (
-                        SELECT seq FROM pushes WHERE state = 'queued' AND next_attempt_at_ms <= ?3
-                        ORDER BY seq LIMIT ?4)
-                      ORDER BY seq LIMIT ?4)
+                        SELECT seq, due FROM (
+                          SELECT seq, lease_expires_at_ms AS due FROM pushes
+                          WHERE state = 'leased' AND lease_expires_at_ms <= ?3
+                          ORDER BY lease_expires_at_ms, seq LIMIT ?4)
+                        UNION ALL
+                        SELECT seq, due FROM (
+                          SELECT seq, next_attempt_at_ms AS due FROM pushes
+                          WHERE state = 'queued' AND next_attempt_at_ms <= ?3
+                          ORDER BY next_attempt_at_ms, seq LIMIT ?4)
+                        ORDER BY due, seq LIMIT ?4))
                     RETURNING push_id, user_id, device_id, body, attempts, enqueued_at_ms
                     """
                 ) { s throws(RelayError) -> [LeasedPush] in
@@ -547,6 +553,10 @@ public final class SQLiteRelayStore: RelayStore {
                             )
                         )
                     }
+                    #if DEBUG
+                    let steps = s.takeVMSteps()
+                    self.leaseSteps.withLock { $0 = steps }
+                    #endif
                     return rows
                 }
                 for index in leased.indices {
