@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""`e2ee-filter once` (exec to decision, as an extension launched per push runs it) for two or more builds,
+alternating, so that the machine's load falls on each alike.
+
+  python3 Tools/bench/once_ab.py BIN_DIR [BIN_DIR ...] [--runs 40] [--reps 3]
+
+Each BIN_DIR holds an e2ee-filter (the first one's e2ee-send seals the payloads). Each build keeps its own state
+file across its runs, as a device does. For example, the runtime linked in against the runtime as shared libraries:
+
+  swift build -c release --static-swift-stdlib --product e2ee-send --scratch-path .build-static
+  swift build -c release --static-swift-stdlib --product e2ee-filter --scratch-path .build-static
+  swift build -c release --product e2ee-filter --scratch-path .build-shared
+  python3 Tools/bench/once_ab.py .build-static/release .build-shared/release
+"""
+import argparse, os, statistics, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pipeline_bench as pb  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bins", nargs="+")
+    ap.add_argument("--runs", type=int, default=40, help="runs of `once` per build per round")
+    ap.add_argument("--reps", type=int, default=3, help="rounds")
+    a = ap.parse_args()
+    for b in a.bins:
+        if not os.access(os.path.join(b, "e2ee-filter"), os.X_OK):
+            sys.exit(f"once_ab: {b}/e2ee-filter is missing or not executable; build it first (see --help)")
+    work = tempfile.mkdtemp(prefix="once-ab-")
+    keys, contacts = pb.setup(a.bins[0], work)
+    reqs = os.path.join(work, "requests.jsonl")
+    pb.write_requests(reqs, a.runs * a.reps)
+    env = dict(os.environ, E2EE_TOPIC="com.example.e2ee")
+    with open(reqs) as i:
+        lines = subprocess.run([os.path.join(a.bins[0], "e2ee-send"), "batch", "--identity", f"{keys}/alice.identity",
+                                "--contacts", keys], stdin=i, capture_output=True, env=env, check=True).stdout.splitlines()
+    print(f"once_ab: load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    medians = {b: [] for b in a.bins}
+    for r in range(a.reps):
+        for index, b in enumerate(a.bins):
+            times = []
+            for line in lines[r * a.runs:(r + 1) * a.runs]:
+                t = time.perf_counter()
+                subprocess.run([os.path.join(b, "e2ee-filter"), "once", "--identity", f"{keys}/bob.identity",
+                                "--contacts", contacts, "--state", os.path.join(work, f"state-{index}.sqlite")],
+                               input=line + b"\n", stdout=subprocess.DEVNULL, check=True)
+                times.append((time.perf_counter() - t) * 1000)
+            times.sort()
+            medians[b].append(statistics.median(times))
+            print(f"once_ab: round {r + 1}, {b}: median {statistics.median(times):.1f} ms, "
+                  f"p10 {times[len(times) // 10]:.1f}, p90 {times[len(times) * 9 // 10]:.1f} "
+                  f"(load {os.getloadavg()[0]:.2f})", flush=True)
+    for b in a.bins:
+        print(f"once_ab: {b}: medians {', '.join(f'{m:.1f}' for m in medians[b])} ms")
+
+
+if __name__ == "__main__":
+    main()
