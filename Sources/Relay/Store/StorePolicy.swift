@@ -111,9 +111,9 @@ enum StorePolicy {
 /// its next attempt, a leased one when its lease expired; ties in queue order), each kind from a partial index
 /// ordered by that time, and stops at its limit. So a lease reads neither the completed rows of the past hour, nor
 /// the due backlog past its limit, nor the retries still waiting for their time (after an APNs outage, thousands).
-/// History: until 2026-11-26 morning one index on (state, next_attempt_at_ms) made every lease read and sort the
-/// whole due backlog (SQLite) or scan every completed row before the first due one (PostgreSQL); until that
-/// evening the partial indexes were in queue order and a lease stepped over every waiting retry.
+/// History: until 2026-11-26 one index on (state, next_attempt_at_ms) made every lease read and sort the whole due
+/// backlog (SQLite) or scan every completed row before the first due one (PostgreSQL); then, for a few hours of that
+/// day, the partial indexes were in queue order and a lease stepped over every waiting retry.
 enum RelaySchemaIndexes {
     static let statements = [
         "DROP INDEX IF EXISTS pushes_due",

@@ -721,11 +721,12 @@ public final class PostgresRelayStore: RelayStore {
             for try await (line, ) in rows.decode((String,).self) { text += line }
             return text
         }
+        // Counts are decoded as Double: PostgreSQL 18 prints "Actual Rows" with decimals.
         struct Node: Decodable {
             var nodeType: String
-            var actualRows: Int
-            var actualLoops: Int
-            var removed: Int?
+            var actualRows: Double
+            var actualLoops: Double
+            var removed: Double?
             var plans: [Node]?
             enum CodingKeys: String, CodingKey {
                 case nodeType = "Node Type"
@@ -734,7 +735,7 @@ public final class PostgresRelayStore: RelayStore {
                 case removed = "Rows Removed by Filter"
                 case plans = "Plans"
             }
-            var rowsRead: Int {
+            var rowsRead: Double {
                 let own = nodeType.hasSuffix("Scan") ? (actualRows + (removed ?? 0)) * actualLoops : 0
                 return own + (plans ?? []).reduce(0) { $0 + $1.rowsRead }
             }
@@ -743,7 +744,8 @@ public final class PostgresRelayStore: RelayStore {
             var plan: Node
             enum CodingKeys: String, CodingKey { case plan = "Plan" }
         }
-        return try JSONDecoder().decode([Explained].self, from: Data(plan.utf8)).reduce(0) { $0 + $1.plan.rowsRead }
+        let rows = try JSONDecoder().decode([Explained].self, from: Data(plan.utf8)).reduce(0) { $0 + $1.plan.rowsRead }
+        return Int(rows.rounded())
     }
     #endif
 
