@@ -211,7 +211,7 @@ struct RelayStoreContractTests {
         let withWaiting = try await leaseWork("x", 10, 1004)
         #expect(try await [state("b-1"), state("b-2")] == [.leased, .leased])
         #expect(try await store.counts() == [.delivered: 2, .queued: 400, .leased: 2])
-        // The same work, give or take a B-tree level (the old indexes: about 400 more).
+        // The same work, give or take a B-tree level (on the old indexes: 1,200-1,600 more).
         #expect(withWaiting <= baseline + 20, "lease work \(withWaiting) with 400 waiting retries, \(baseline) without")
 
         // When they fall due, the earliest due first (w-400 was given the earliest time), not the first in queue.
