@@ -10,6 +10,7 @@
 //                      limit), shared by senders, the relay and the device side (no HTTP/TLS stack)
 //                      and PushLine, a push as one JSON line (request lines, spool records, kept payloads)
 //   Sender             building uniform APNs requests, the APNs HTTP/2 provider, token auth (re-exports PushTransport)
+//   LoopbackPKI        a throwaway CA and server certificate for TLS on loopback (the gateway, a self-signed relay)
 //   APNsGateway        a local APNs-compatible HTTP/2 + TLS server (tests, demo)
 //   NotificationFilter the device side: decisions, call reporter, durable state (no HTTP/TLS stack)
 //   RelayClient        the relay's API as a client sees it (JSON bodies, errors, signed requests, delivery tokens)
@@ -112,9 +113,19 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "LoopbackPKI",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "APNsGateway",
             dependencies: [
                 "Locking",
+                "LoopbackPKI",
                 "PushTransport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -156,6 +167,7 @@ let package = Package(
             name: "Relay",
             dependencies: [
                 "Locking",
+                "LoopbackPKI",
                 "E2EECore",
                 "PushTransport",
                 "RelayClient",
