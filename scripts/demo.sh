@@ -10,7 +10,7 @@ source scripts/bootstrap.sh
 
 # Release binaries are linked with the Swift runtime and Foundation inside (--static-swift-stdlib), as Swift server
 # deployments on Linux are: `e2ee-filter once` starts about 3 ms sooner and `run` peaks about 3 MB lower than with
-# the runtime as shared libraries (docs/BENCHMARKS.md, 2026-11-26). Every release figure in the README is of these.
+# the runtime as shared libraries (docs/BENCHMARKS.md, 2026-11-26). The README's figures for the e2ee-* processes are of these.
 flags=(-c release --static-swift-stdlib)
 if [[ -n "${E2EE_BUILD_DIR:-}" ]]; then flags+=(--scratch-path "$E2EE_BUILD_DIR"); fi
 echo "== build (release) ==" >&2
