@@ -80,6 +80,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "SQLiteSupport",
+            dependencies: ["CSQLite"],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "E2EECore",
             dependencies: ["CSodium"],
             exclude: ["Sodium/README.md"],
@@ -146,6 +151,7 @@ let package = Package(
                 "E2EECore",
                 "PushTransport",
                 "CSQLite",
+                "SQLiteSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -173,6 +179,7 @@ let package = Package(
                 "RelayClient",
                 "Sender",
                 "CSQLite",
+                "SQLiteSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),

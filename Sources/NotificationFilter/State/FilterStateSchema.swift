@@ -134,7 +134,7 @@ enum FilterStateSchema {
         """
 
     /// Makes `database` hold the current schema, or throws if it is not ours to change.
-    static func prepare(_ database: SQLiteDatabase, path: String) throws(FilterStateError) {
+    static func prepare(_ database: StateDatabase, path: String) throws(FilterStateError) {
         let appID = try database.withStatement("PRAGMA application_id") { statement throws(FilterStateError) in
             try statement.step() ? statement.int64(0) : 0
         }
@@ -168,7 +168,7 @@ enum FilterStateSchema {
         }
     }
 
-    private static func migrate(_ database: SQLiteDatabase, from version: Int64) throws(FilterStateError) {
+    private static func migrate(_ database: StateDatabase, from version: Int64) throws(FilterStateError) {
         try database.execute("BEGIN IMMEDIATE")
         do {
             if version < 1 {

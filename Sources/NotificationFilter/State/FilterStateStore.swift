@@ -19,7 +19,7 @@ import Darwin
 /// the duration of the transaction (a few SQLite statements and one fsync), which keeps the engine's
 /// per-payload work atomic without actor reentrancy.
 public final class FilterStateStore: Sendable {
-    private let database: PThreadMutex<SQLiteDatabase>
+    private let database: PThreadMutex<StateDatabase>
     private let logger: Logger
     /// The path of the state file.
     public let path: String
@@ -40,7 +40,7 @@ public final class FilterStateStore: Sendable {
         try Self.requirePrivate(path: path, create: true)
         try Self.requirePrivate(path: path + "-wal", create: false)
         try Self.requirePrivate(path: path + "-shm", create: false)
-        let database = try SQLiteDatabase(path: path)
+        let database = try StateDatabase(path: path)
         try database.execute("PRAGMA busy_timeout = \(max(0, busyTimeoutMilliseconds))")
         let mode = try database.withStatement("PRAGMA journal_mode = WAL") { statement throws(FilterStateError) in
             try statement.step() ? statement.text(0) : ""
@@ -117,7 +117,7 @@ public final class FilterStateStore: Sendable {
                 result = try body(FilterStateTransaction(database: database))
                 try database.execute("COMMIT")
             } catch {
-                if database.inTransaction {
+                if database.isInTransaction {
                     do {
                         try database.execute("ROLLBACK")
                     } catch let rollbackError {

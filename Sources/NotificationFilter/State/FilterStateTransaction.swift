@@ -10,9 +10,9 @@ public import Foundation
 /// Every method throws ``FilterStateError``; a thrown error rolls back the whole transaction when it
 /// leaves the closure.
 public struct FilterStateTransaction: ~Copyable {
-    let database: SQLiteDatabase
+    let database: StateDatabase
 
-    init(database: SQLiteDatabase) { self.database = database }
+    init(database: StateDatabase) { self.database = database }
 
     // MARK: Replay set
 

@@ -151,7 +151,7 @@ struct FilterStateStoreTests {
     func foreignFile() throws {
         let dir = ScratchDirectory()
         let path = dir.file("other.sqlite")
-        let other = try SQLiteDatabase(path: path)
+        let other = try StateDatabase(path: path)
         try other.execute("CREATE TABLE contacts (name TEXT); INSERT INTO contacts VALUES ('x')")
         #expect(chmod(path, 0o600) == 0)  // private, so the refusal below is about whose file it is
         let error = #expect(throws: FilterStateError.self) { try openStore(path) }
@@ -221,7 +221,7 @@ struct FilterStateStoreTests {
         let dir = ScratchDirectory()
         let path = dir.file("state.sqlite")
         _ = try openStore(path)
-        let raw = try SQLiteDatabase(path: path)
+        let raw = try StateDatabase(path: path)
         try raw.execute("PRAGMA user_version = 99")
         let error = #expect(throws: FilterStateError.self) { try openStore(path) }
         #expect(error?.code == .schemaTooNew)

@@ -62,7 +62,7 @@ struct FilterStateTablesTests {
         let legacyCancel = UUID()
         writeScratchFile(path, [])  // 0600, as the store requires
         do {
-            let v1 = try SQLiteDatabase(path: path)
+            let v1 = try StateDatabase(path: path)
             try v1.execute(FilterStateSchema.version1)
             try v1.execute("PRAGMA application_id = \(FilterStateSchema.applicationID)")
             try v1.execute("PRAGMA user_version = 1")
@@ -126,7 +126,7 @@ struct FilterStateTablesTests {
         let ringing = UUID()
         writeScratchFile(path, [])  // 0600, as the store requires
         do {
-            let v3 = try SQLiteDatabase(path: path)
+            let v3 = try StateDatabase(path: path)
             try v3.execute(FilterStateSchema.version1)
             try v3.execute(FilterStateSchema.version2)
             try v3.execute(FilterStateSchema.version3)
@@ -208,7 +208,7 @@ struct FilterStateTablesTests {
         let ended = UUID()
         writeScratchFile(path, [])  // 0600, as the store requires
         do {
-            let v4 = try SQLiteDatabase(path: path)
+            let v4 = try StateDatabase(path: path)
             try v4.execute(FilterStateSchema.version1)
             try v4.execute(FilterStateSchema.version2)
             try v4.execute(FilterStateSchema.version3)

@@ -1,6 +1,7 @@
 import Foundation
 import Locking
 public import RelayClient
+import SQLiteSupport
 
 #if canImport(Glibc)
 import Glibc

@@ -1,0 +1,33 @@
+// This folder is the only place in NotificationFilter that uses SQLite (through SQLiteSupport).
+import CSQLite
+import SQLiteSupport
+
+/// The state file's connection, owned by exactly one ``FilterStateStore`` and used only under its lock: its
+/// statements throw ``FilterStateError``.
+typealias StateDatabase = SQLiteDatabase<FilterStateSQLiteErrors>
+
+/// How a failed SQLite call becomes a ``FilterStateError``.
+enum FilterStateSQLiteErrors: SQLiteErrorMapping {
+    typealias Failure = FilterStateError
+
+    static func error(for failure: SQLiteFailure) -> FilterStateError {
+        switch failure.primaryCode {
+        case SQLITE_NOTADB, SQLITE_CORRUPT:
+            return FilterStateError(
+                code: .corruptDatabase,
+                message: "the state file is not a readable SQLite database (\(failure.message)) during "
+                    + "'\(failure.operation)'; move it aside and start with a new state file",
+                sqliteResultCode: failure.resultCode
+            )
+        case SQLITE_MISUSE:
+            return .invalidArgument("\(failure.message): \(failure.operation)")
+        default:
+            return FilterStateError(
+                code: .sqlite,
+                message: "SQLite failed during '\(failure.operation)': \(failure.message); check the state file's "
+                    + "disk, permissions and that no other process holds it locked",
+                sqliteResultCode: failure.resultCode
+            )
+        }
+    }
+}
