@@ -55,13 +55,11 @@ public enum APNsAlertTransport: PushTransport {
         guard body.count <= maximumBodyLength else {
             throw E2EEError(.tooLarge, "the APNs body is \(body.count) bytes; APNs allows 4,096")
         }
-        // Fast path: the canonical body this package sends is the fixed prefix, base64 characters, the fixed
-        // suffix. It is exactly the JSON object the general path would parse, so the outcome is the same.
-        if let value = Self.canonicalEnvelopeText(body) {
-            guard let bytes = Data(base64Encoded: value), bytes.base64EncodedString() == value else {
-                throw Self.malformed("the envelope is not canonical base64")
-            }
-            return try Envelope(parsing: Array(bytes))
+        // Fast path: the body this package sends is the fixed prefix, canonical base64, the fixed suffix, decoded
+        // here in one pass. Any other body (a non-canonical envelope included) takes the general path, which gives
+        // it the same outcome a parser of the whole JSON would.
+        if let bytes = Self.canonicalEnvelopeBytes(body) {
+            return try Envelope(parsing: bytes)
         }
         // §4: invalid UTF-8 anywhere in the body is malformed, even inside a value no one reads (a JSON parser
         // checks only the strings it decodes).
@@ -82,10 +80,10 @@ public enum APNsAlertTransport: PushTransport {
         }
         // Strict base64: standard alphabet, padding, no whitespace, and canonical (the unused low bits of the last
         // character are zero): the text must be exactly the encoding of the bytes it decodes to.
-        guard let bytes = Data(base64Encoded: value), bytes.base64EncodedString() == value else {
+        guard let bytes = CanonicalBase64.decode(value) else {
             throw Self.malformed("the envelope is not canonical base64")
         }
-        return try Envelope(parsing: Array(bytes))
+        return try Envelope(parsing: bytes)
     }
 
     /// A `.malformedEnvelope` error, worded as E2EECore words its own.
@@ -93,23 +91,16 @@ public enum APNsAlertTransport: PushTransport {
         E2EEError(.malformedEnvelope, "malformed envelope: \(what)", file: file, line: line)
     }
 
-    /// The base64 text of a body in exactly the canonical form of docs/PROTOCOL.md §4, or nil.
-    static func canonicalEnvelopeText(_ body: [UInt8]) -> String? {
+    /// The envelope bytes of a body in exactly the form this package sends (the fixed prefix, canonical base64,
+    /// the fixed suffix), or nil for any other body, which the general path then reads.
+    static func canonicalEnvelopeBytes(_ body: [UInt8]) -> [UInt8]? {
         let p = prefixBytes.count
         let s = suffixBytes.count
         guard body.count > p + s, body.starts(with: prefixBytes), body[(body.count - s)...].elementsEqual(suffixBytes)
         else { return nil }
-        let middle = body[p..<(body.count - s)]
-        for c in middle {
-            switch c {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="):
-                continue
-            default:
-                return nil
-            }
+        return body.withUnsafeBufferPointer { buffer in
+            CanonicalBase64.decode(UnsafeBufferPointer(rebasing: buffer[p..<(buffer.count - s)]))
         }
-        return String(decoding: middle, as: UTF8.self)
     }
 }
 

@@ -151,9 +151,17 @@ package enum PushLineScanner {
                 if byte == UInt8(ascii: "\\") || byte < 0x20 { break }
                 self.index += 1
             }
-            var decoded = Array(self.bytes[start..<self.index])
+            // With escapes (a request line's body is JSON in a JSON string): copy each run between escapes whole.
+            var decoded: [UInt8] = []
+            decoded.reserveCapacity(self.bytes.count - start)
+            var run = start
             while self.index < self.bytes.count {
                 let byte = self.bytes[self.index]
+                guard byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 else {
+                    self.index += 1
+                    continue
+                }
+                decoded.append(contentsOf: UnsafeBufferPointer(rebasing: self.bytes[run..<self.index]))
                 self.index += 1
                 switch byte {
                 case UInt8(ascii: "\""):
@@ -171,10 +179,9 @@ package enum PushLineScanner {
                     case UInt8(ascii: "t"): decoded.append(0x09)
                     default: return nil  // \u and anything invalid: the full decoder's job
                     }
-                case 0..<0x20:
-                    return nil  // a raw control character is not valid JSON
+                    run = self.index
                 default:
-                    decoded.append(byte)
+                    return nil  // a raw control character is not valid JSON
                 }
             }
             return nil

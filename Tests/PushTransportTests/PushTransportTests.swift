@@ -1,7 +1,8 @@
 import E2EECore
 import Foundation
-import PushTransport
 import Testing
+
+@testable import PushTransport
 
 /// A second push service for the tests only: a binary framing ("FAKE" magic, a 2-byte big-endian length, the
 /// envelope bytes) with its own limit. It shows that another transport needs nothing from E2EECore beyond envelopes.
@@ -94,6 +95,31 @@ struct PushTransportTests {
             )
             #expect(opened.bucket == push.bucket)
         }
+    }
+
+    @Test("the one-pass fast path and the general path agree: escaped slashes, a non-canonical last character")
+    func apnsFastAndGeneralPaths() throws {
+        let push = try #require(try self.sealedPerBucket().first)
+        let body = APNsAlertTransport.body(for: push.envelope)
+        #expect(APNsAlertTransport.canonicalEnvelopeBytes(body) == push.envelope.serialized)
+        // JSON may escape "/" as "\/": not the form we send, so the general path reads it, to the same envelope.
+        let escaped = Array(String(decoding: body, as: UTF8.self).replacingOccurrences(of: "/", with: "\\/").utf8)
+        #expect(escaped.count > body.count)
+        #expect(APNsAlertTransport.canonicalEnvelopeBytes(escaped) == nil)
+        #expect(try APNsAlertTransport.envelope(fromBody: escaped) == push.envelope)
+        // The envelope's base64 ends "x=" or "xx" with unused bits: set one, in our own framing. Both paths refuse.
+        let text = String(decoding: body, as: UTF8.self)
+        let base64 = try #require(text.split(separator: "\"").dropLast().last)
+        let last = base64.last == "=" ? base64.dropLast(base64.hasSuffix("==") ? 2 : 1).last! : base64.last!
+        #expect(base64.hasSuffix("=") || base64.count % 4 == 0)
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+        let bumped = alphabet[try #require(alphabet.firstIndex(of: last)) ^ 1]
+        var changed = Array(base64)
+        changed[changed.lastIndex(of: last)!] = bumped
+        let nonCanonical = Array(text.replacingOccurrences(of: String(base64), with: String(changed)).utf8)
+        #expect(nonCanonical.count == body.count)
+        #expect(APNsAlertTransport.canonicalEnvelopeBytes(nonCanonical) == nil)
+        #expect(throws: E2EEError(.malformedEnvelope, "")) { try APNsAlertTransport.envelope(fromBody: nonCanonical) }
     }
 
     @Test("a 4,096-byte APNs body is read; a 4,097-byte body is too large")

@@ -63,13 +63,24 @@ final class LineSource: Sendable {
         }
     }
 
+    /// The index of the first newline of `buffer` at or after `index` (`memchr`: a line is about 2.5 KB, and a
+    /// byte-by-byte search was 1% of the filter's instructions).
+    private static func newline(in buffer: [UInt8], from index: Int) -> Int? {
+        buffer.withUnsafeBufferPointer { bytes in
+            guard index < bytes.count, let base = bytes.baseAddress,
+                let found = memchr(base + index, 0x0A, bytes.count - index)
+            else { return nil }
+            return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+        }
+    }
+
     private func takeLines(limit: Int) -> ([Line], Bool) {
         self.state.withLock { state in
             var lines: [Line] = []
             var start = 0
             var index = 0
             let buffer = state.buffer
-            while lines.count < limit, let newline = buffer[index...].firstIndex(of: 0x0A) {
+            while lines.count < limit, let newline = Self.newline(in: buffer, from: index) {
                 let end = state.bufferStartOffset + Int64(newline + 1)
                 if state.skippingOversized {
                     state.skippingOversized = false
