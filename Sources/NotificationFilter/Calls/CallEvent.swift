@@ -98,7 +98,7 @@ public struct CallEvent: Hashable, Sendable, Codable {
         atMs: Int64
     ) {
         self.event = event
-        self.callID = callID.uuidString
+        self.callID = callID.uuidText
         self.account = account
         self.reason = reason
         self.handle = handle

@@ -206,7 +206,7 @@ public actor CallProvider {
     public func expireRinging(now: Date) -> [UUID] {
         let overdue = calls.filter { _, call in call.state == .ringing && (call.ringDeadline.map { $0 <= now } ?? false)
         }
-        .sorted { ($0.value.ringDeadline!, $0.key.uuidString) < ($1.value.ringDeadline!, $1.key.uuidString) }
+        .sorted { ($0.value.ringDeadline!, $0.key.uuidText) < ($1.value.ringDeadline!, $1.key.uuidText) }
         for (uuid, call) in overdue {
             finish(uuid, call, event: .missed, reason: .unanswered, at: now)
         }
@@ -226,7 +226,7 @@ public actor CallProvider {
                 ringDeadline: $0.value.ringDeadline
             )
         }
-        .sorted { $0.uuid.uuidString < $1.uuid.uuidString }
+        .sorted { $0.uuid.uuidText < $1.uuid.uuidText }
     }
 
     /// The live call with this id, if any.

@@ -291,7 +291,7 @@ public final class FilterDaemon: Service, Sendable {
     private func lockedAlert(count: Int) throws {
         let line =
             "{\"alert\":{\"body\":\"Unlock the app to see new messages.\",\"title\":\"New messages\"},\"event\":\"locked-alert\",\"kept\":\(count)}"
-        try self.events?.record(event: "locked-alert", account: "*", callID: UUID().uuidString, line: line)
+        try self.events?.record(event: "locked-alert", account: "*", callID: UUID().uuidText, line: line)
     }
 }
 

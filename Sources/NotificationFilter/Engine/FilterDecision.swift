@@ -110,14 +110,14 @@ public struct FilterDecision: Sendable, Hashable, Codable {
             out.append(UInt8(ascii: "}"))
         }
         if let apnsID = self.apnsID { top.string("apns_id", apnsID, &out) }
-        if let callID = self.callID { top.string("call_id", callID.uuidString, &out) }
+        if let callID = self.callID { top.string("call_id", callID.uuidText, &out) }
         top.string("decision", self.decision.rawValue, &out)
         if let handoff = self.handoff {
             top.key("handoff", &out)
             out.append(UInt8(ascii: "{"))
             var inner = JSONMembers()
             inner.string("account", handoff.account, &out)
-            inner.string("call_id", handoff.callID.uuidString, &out)
+            inner.string("call_id", handoff.callID.uuidText, &out)
             inner.string("caller_handle", handoff.callerHandle, &out)
             inner.string("display_name", handoff.displayName, &out)
             if let participants = handoff.groupParticipants {

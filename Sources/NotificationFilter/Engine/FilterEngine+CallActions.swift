@@ -94,14 +94,14 @@ extension FilterEngine {
             guard let state = try tx.callState(account: account.name, callID: callID) else {
                 throw CallActionError(
                     code: .unknownCallUUID,
-                    message: "account \(account.name) knows no call \(callID.uuidString): it never rang on this "
+                    message: "account \(account.name) knows no call \(callID.uuidText): it never rang on this "
                         + "device (check the call id in the decisions or call events), or it was pruned"
                 )
             }
             guard state.state == .ringing else {
                 throw CallActionError(
                     code: .invalidAction,
-                    message: "call \(callID.uuidString) is \(state.state)"
+                    message: "call \(callID.uuidText) is \(state.state)"
                         + (state.endReason.map { " (\($0))" } ?? "")
                         + ", not ringing: only a ringing call can be answered or declined"
                 )
@@ -171,7 +171,7 @@ struct CancelRequestLine: Encodable {
 
     init(to: String, callID: UUID, reason: CallCancelReason) {
         self.to = to
-        self.callID = callID.uuidString
+        self.callID = callID.uuidText
         self.reason = reason
     }
 

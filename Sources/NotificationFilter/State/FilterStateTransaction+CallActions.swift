@@ -34,7 +34,7 @@ extension FilterStateTransaction {
             """
         ) { s throws(FilterStateError) in
             try s.bind(row.account, at: 1)
-            try s.bind(row.callID.uuidString, at: 2)
+            try s.bind(row.callID.uuidText, at: 2)
             try s.bind(row.action, at: 3)
             try s.bind(row.atMs, at: 4)
             try s.bind(row.deadlineMs, at: 5)

@@ -18,7 +18,7 @@ extension FilterStateTransaction {
             """
         ) { statement throws(FilterStateError) in
             try statement.bind(record.account, at: 1)
-            try statement.bind(record.callID.uuidString, at: 2)
+            try statement.bind(record.callID.uuidText, at: 2)
             try statement.bind(record.senderUserID ?? "", at: 3)
             try statement.bind(record.reason.rawValue, at: 4)
             try statement.bind(record.atMs, at: 5)
@@ -48,7 +48,7 @@ extension FilterStateTransaction {
             """
         ) { statement throws(FilterStateError) -> EarlyCancelRecord? in
             try statement.bind(account, at: 1)
-            try statement.bind(callID.uuidString, at: 2)
+            try statement.bind(callID.uuidText, at: 2)
             try statement.bind(caller, at: 3)
             guard try statement.step() else { return nil }
             let sender = statement.text(2)
@@ -63,7 +63,7 @@ extension FilterStateTransaction {
         try database.withStatement("DELETE FROM early_cancel WHERE account = ?1 AND call_id = ?2") {
             statement throws(FilterStateError) in
             try statement.bind(account, at: 1)
-            try statement.bind(callID.uuidString, at: 2)
+            try statement.bind(callID.uuidText, at: 2)
             try statement.run()
         }
         return found
@@ -79,7 +79,7 @@ extension FilterStateTransaction {
             "SELECT reason, at_ms, sender FROM early_cancel WHERE account = ?1 AND call_id = ?2 ORDER BY sender"
         ) { statement throws(FilterStateError) -> [EarlyCancelRecord] in
             try statement.bind(account, at: 1)
-            try statement.bind(callID.uuidString, at: 2)
+            try statement.bind(callID.uuidText, at: 2)
             var records: [EarlyCancelRecord] = []
             while try statement.step() {
                 let sender = statement.text(2)
@@ -98,7 +98,7 @@ extension FilterStateTransaction {
         try database.withStatement("DELETE FROM early_cancel WHERE account = ?1 AND call_id = ?2") {
             statement throws(FilterStateError) in
             try statement.bind(account, at: 1)
-            try statement.bind(callID.uuidString, at: 2)
+            try statement.bind(callID.uuidText, at: 2)
             try statement.run()
         }
         return found
@@ -131,7 +131,7 @@ extension FilterStateTransaction {
             """
         ) { statement throws(FilterStateError) in
             try statement.bind(record.account, at: 1)
-            try statement.bind(record.callID.uuidString, at: 2)
+            try statement.bind(record.callID.uuidText, at: 2)
             try statement.bind(record.callerHandle, at: 3)
             try statement.bind(record.displayName, at: 4)
             try statement.bind(record.atMs, at: 5)

@@ -26,7 +26,7 @@ extension FilterStateTransaction {
             "INSERT OR REPLACE INTO call_ring VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
         ) { s throws(FilterStateError) in
             try s.bind(ring.account, at: 1)
-            try s.bind(ring.callID.uuidString, at: 2)
+            try s.bind(ring.callID.uuidText, at: 2)
             try s.bind(ring.deadlineMs, at: 3)
             try s.bind(ring.callerHandle, at: 4)
             try s.bind(ring.displayName, at: 5)
@@ -40,7 +40,7 @@ extension FilterStateTransaction {
             """
         ) { s throws(FilterStateError) in
             try s.bind(ring.account, at: 1)
-            try s.bind(ring.callID.uuidString, at: 2)
+            try s.bind(ring.callID.uuidText, at: 2)
             try s.bind(ring.callerHandle, at: 3)
             try s.bind(ring.displayName, at: 4)
             try s.bind(ring.hasVideo ? 1 : 0, at: 5)
@@ -54,7 +54,7 @@ extension FilterStateTransaction {
         try self.database.withStatement("INSERT OR IGNORE INTO remote_decline VALUES (?1, ?2, ?3, ?4, ?5)") {
             s throws(FilterStateError) in
             try s.bind(record.account, at: 1)
-            try s.bind(record.callID.uuidString, at: 2)
+            try s.bind(record.callID.uuidText, at: 2)
             try s.bind(record.byUser, at: 3)
             try s.bind(record.byDevice, at: 4)
             try s.bind(record.atMs, at: 5)
@@ -89,7 +89,7 @@ extension FilterStateTransaction {
             try self.database.withStatement("DELETE FROM remote_decline WHERE account = ?1 AND call_id = ?2") {
                 s throws(FilterStateError) in
                 try s.bind(record.account, at: 1)
-                try s.bind(record.callID.uuidString, at: 2)
+                try s.bind(record.callID.uuidText, at: 2)
                 try s.run()
             }
         }
@@ -120,11 +120,11 @@ extension FilterStateTransaction {
     }
 
     func deleteRing(account: String, callID: UUID) throws(FilterStateError) -> RingRecord? {
-        let ring = try self.rings(where: "account = ?1 AND call_id = ?2", account, callID.uuidString).first
+        let ring = try self.rings(where: "account = ?1 AND call_id = ?2", account, callID.uuidText).first
         try self.database.withStatement("DELETE FROM call_ring WHERE account = ?1 AND call_id = ?2") {
             s throws(FilterStateError) in
             try s.bind(account, at: 1)
-            try s.bind(callID.uuidString, at: 2)
+            try s.bind(callID.uuidText, at: 2)
             try s.run()
         }
         return ring

@@ -87,7 +87,7 @@ public struct FilterStateTransaction: ~Copyable {
             "SELECT state, updated_at_ms, end_reason, caller FROM call_state WHERE account = ?1 AND call_id = ?2"
         ) { statement throws(FilterStateError) in
             try statement.bind(account, at: 1)
-            try statement.bind(callID.uuidString, at: 2)
+            try statement.bind(callID.uuidText, at: 2)
             guard try statement.step() else { return nil }
             return CallStateRecord(
                 account: account,
@@ -115,7 +115,7 @@ public struct FilterStateTransaction: ~Copyable {
             """
         ) { statement throws(FilterStateError) in
             try statement.bind(record.account, at: 1)
-            try statement.bind(record.callID.uuidString, at: 2)
+            try statement.bind(record.callID.uuidText, at: 2)
             try statement.bind(record.state.rawValue, at: 3)
             try statement.bind(record.updatedAtMs, at: 4)
             try statement.bind(record.endReason?.rawValue, at: 5)
