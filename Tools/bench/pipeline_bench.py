@@ -7,10 +7,15 @@
            throughput, and cold start of `e2ee-filter once` (exec to decision)
   scaling  `e2ee-filter run` on N mixed payloads pinned to one core and on two, alternately: decisions/s on two
            cores over one, and CPU per payload over the libsodium floor of one open (e2ee-filter-bench --floor-only)
+  instructions
+           user-space instructions of `e2ee-filter run` per payload (valgrind's cachegrind; an empty run's start-up
+           subtracted) next to those of one libsodium floor open (callgrind inside e2ee-filter-bench's floor):
+           what the process does above the floor, apart from how fast the CPU runs it
   soak     `e2ee-filter run` on N = 1,000,000 mixed payloads from three `e2ee-send batch` producers with replays,
            a 36-second replay window: state size (file + WAL) and RSS at every N/10, peak RSS
 
-Usage: python3 Tools/bench/pipeline_bench.py --bin .build/release [sender|filter|scaling|soak|all] [--n N] [--spool off|on|both]
+Usage: python3 Tools/bench/pipeline_bench.py --bin .build/release [sender|filter|scaling|instructions|soak|all] [--n N]
+       [--spool off|on|both]
 """
 import argparse, json, os, random, resource, shutil, signal, statistics, subprocess, sys, tempfile, threading, time, uuid
 
@@ -246,10 +251,53 @@ def scaling(bin_dir, work, n, reps, floor_bench):
               f"{', '.join(f'{c / f:.2f}' for (_, c), f in zip(results['1 core'], floors))}; 2 cores: "
               f"{', '.join(f'{c / f:.2f}' for (_, c), f in zip(results['2 cores'], floors))}")
 
+def valgrind_instructions(cmd, stdin_path, env, tool_args):
+    """Instructions counted by valgrind for `cmd` (cachegrind's `I refs` or callgrind's `Collected`)."""
+    with open(stdin_path) as i:
+        err = subprocess.run(["valgrind"] + tool_args + cmd, stdin=i, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, env=env, check=True).stderr
+    for line in err.splitlines():
+        if "I   refs:" in line or "Collected :" in line:
+            return int(line.split(":")[-1].strip().replace(",", ""))
+    sys.exit(f"instructions: valgrind printed no count for {cmd[0]}:\n{err[-2000:]}")
+
+def instructions(bin_dir, work, n, floor_bench):
+    """User-space instructions per payload of `e2ee-filter run` over N mixed payloads (state on disk), minus an empty
+    run's, next to the instructions of one floor open. Deterministic to a fraction of a per cent, unlike CPU time."""
+    if shutil.which("valgrind") is None:
+        sys.exit("instructions: valgrind is missing: install it (sudo apt-get install -y valgrind) and run again")
+    keys, contacts = setup(bin_dir, work)
+    send, flt = os.path.join(bin_dir, "e2ee-send"), os.path.join(bin_dir, "e2ee-filter")
+    reqs = os.path.join(work, "requests.jsonl"); write_requests(reqs, n)
+    payloads, empty = os.path.join(work, "payloads.jsonl"), os.path.join(work, "empty.jsonl")
+    open(empty, "w").close()
+    env = dict(os.environ, E2EE_TOPIC="com.example.e2ee")
+    with open(reqs) as i, open(payloads, "w") as o:
+        run([send, "batch", "--identity", f"{keys}/alice.identity", "--contacts", keys], stdin=i, stdout=o, env=env,
+            stderr=subprocess.DEVNULL)
+    cachegrind = ["--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    counts = {}
+    for label, source in (("empty", empty), ("payloads", payloads)):
+        state = os.path.join(work, f"state-{label}.sqlite")
+        counts[label] = valgrind_instructions([flt, "run", "--identity", f"{keys}/bob.identity", "--contacts", contacts,
+                                               "--state", state], source, env, cachegrind)
+    per_payload = (counts["payloads"] - counts["empty"]) / n
+    print(f"instructions: e2ee-filter run, {n} mixed payloads: {counts['payloads']:,} instructions, an empty run "
+          f"{counts['empty']:,}: {per_payload:,.0f} per payload")
+    if floor_bench:
+        # e2ee-filter-bench COUNT --floor-only opens the floor 200 times to warm up, then 5 x COUNT times.
+        count = 1000
+        floor_total = valgrind_instructions([floor_bench, str(count), "--floor-only"], empty, env,
+                                            ["--tool=callgrind", "--toggle-collect=*floorOnce*",
+                                             "--callgrind-out-file=/dev/null"])
+        floor = floor_total / (200 + 5 * count)
+        print(f"instructions: libsodium floor of one open: {floor:,.0f}; e2ee-filter run per payload / floor: "
+              f"{per_payload / floor:.3f}x")
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=".build/release")
-    ap.add_argument("what", nargs="?", default="all", choices=["sender", "filter", "scaling", "soak", "all"])
+    ap.add_argument("what", nargs="?", default="all", choices=["sender", "filter", "scaling", "instructions", "soak", "all"])
     ap.add_argument("--n", type=int, default=None)
     ap.add_argument("--reps", type=int, default=3, help="scaling: how many 1-core/2-core pairs")
     ap.add_argument("--floor-bench", default="Benchmarks/.build/release/e2ee-filter-bench",
@@ -283,6 +331,13 @@ def main():
         print(f"scaling: load average before the run: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
         with tempfile.TemporaryDirectory() as w:
             scaling(bin_dir, w, a.n or 100_000, a.reps, floor_bench)
+    if a.what == "instructions":
+        floor_bench = os.path.abspath(a.floor_bench) if a.floor_bench else None
+        if floor_bench and not os.path.exists(floor_bench):
+            sys.exit(f"instructions: {floor_bench} is missing: build it with `swift build --package-path Benchmarks -c "
+                     "release`, or pass --floor-bench '' to skip the floor")
+        with tempfile.TemporaryDirectory() as w:
+            instructions(bin_dir, w, a.n or 2000, floor_bench)
     if a.what == "soak":
         with tempfile.TemporaryDirectory() as w:
             soak(bin_dir, w, a.n or 1_000_000, a.replay_retention_hours, a.curve_out)
