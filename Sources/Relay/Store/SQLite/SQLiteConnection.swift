@@ -16,7 +16,7 @@ import Darwin
 /// ``RelayError`` with code `storage-unavailable` or `storage-full`. This class adds the relay's transactions and
 /// remembers a write refused for lack of space (the health endpoint reports it).
 final class SQLiteConnection {
-    let database: SQLiteDatabase<RelaySQLiteErrors>
+    private let database: SQLiteDatabase<RelaySQLiteErrors>
     /// The `storage-full` error of the last write transaction, when it failed for lack of space; nil again once a
     /// transaction that changed rows commits (the health endpoint answers 503 `storage-full` meanwhile).
     private(set) var lastWriteNoRoom: RelayError?
