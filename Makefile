@@ -3,7 +3,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGET ?= FuzzFilter
 FUZZ_BIN = Fuzz/.build/debug
 
-.PHONY: test demo bench asan tsan fuzz fuzz-ci fuzz-build corpus soak
+.PHONY: test demo bench asan tsan fuzz fuzz-ci fuzz-build fuzz-check corpus soak
 
 test:
 	./scripts/test.sh
@@ -22,10 +22,25 @@ tsan:
 	TSAN_OPTIONS="$$TSAN_OPTIONS suppressions=$(CURDIR)/Tools/sanitizers/tsan.supp" \
 	  swift test --sanitize=thread --scratch-path .build-tsan
 
+# SwiftPM turns `--sanitize=fuzzer --sanitize=address` into two `-sanitize=` flags in an order that changes from one
+# run to the next, and swiftc keeps only the last: each build was either a fuzzer without coverage (blind) or one
+# without ASan. One combined flag gives both; `--sanitize=fuzzer` stays so that SwiftPM links the targets without
+# a `main` (libFuzzer has it). fuzz-check refuses a binary that lacks either.
+FUZZ_BUILD = swift build --package-path Fuzz -c debug --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address
+FUZZ_TARGETS = FuzzEnvelope FuzzFilter FuzzDeviceList
+
 fuzz-build:
-	swift build --package-path Fuzz -c debug --sanitize=fuzzer --sanitize=address --product FuzzEnvelope
-	swift build --package-path Fuzz -c debug --sanitize=fuzzer --sanitize=address --product FuzzFilter
-	swift build --package-path Fuzz -c debug --sanitize=fuzzer --sanitize=address --product FuzzDeviceList
+	for target in $(FUZZ_TARGETS); do $(FUZZ_BUILD) --product $$target || exit 1; done
+	$(MAKE) fuzz-check
+
+fuzz-check:
+	@for target in $(FUZZ_TARGETS); do \
+	  readelf -S $(FUZZ_BIN)/$$target | grep -q __sancov_cntrs || { \
+	    echo "fuzz: error: $(FUZZ_BIN)/$$target has no coverage counters: libFuzzer would run blind. Rebuild it with: $(FUZZ_BUILD) --product $$target" >&2; exit 1; }; \
+	  nm $(FUZZ_BIN)/$$target | grep -q asan.module_ctor || { \
+	    echo "fuzz: error: $(FUZZ_BIN)/$$target has no AddressSanitizer instrumentation (only its runtime, or nothing). Rebuild it with: $(FUZZ_BUILD) --product $$target" >&2; exit 1; }; \
+	  echo "fuzz: $$target has coverage counters and AddressSanitizer"; \
+	done
 
 corpus:
 	python3 scripts/fuzz-corpus.py Fuzz/corpus

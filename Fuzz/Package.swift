@@ -1,7 +1,8 @@
 // swift-tools-version:6.2
 // libFuzzer targets, kept out of the main package (they have no `main`: libFuzzer provides it).
 // Build and run: `make fuzz` (see the Makefile), e.g.
-//   swift build --package-path Fuzz -c debug --sanitize=fuzzer --sanitize=address --product FuzzFilter
+//   swift build --package-path Fuzz -c debug --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address --product FuzzFilter
+// (one combined -sanitize flag: given as two, swiftc keeps only the last, and SwiftPM's order of the two varies)
 import PackageDescription
 
 let package = Package(
