@@ -82,13 +82,17 @@ final class H2TestClient: Sendable {
     ///   - path: `:path`.
     ///   - method: `:method`.
     ///   - body: The body; `nil` ends the stream with the headers.
-    ///   - timeout: Fails with ``ResponseTimedOut`` (and resets the stream) after this long.
+    ///   - timeout: Fails with ``ResponseTimedOut`` (and resets the stream) after this long. The default only keeps
+    ///     a test from hanging: tests assert statuses and bodies, never how fast they come. Under ThreadSanitizer with
+    ///     every suite in parallel on 2 cores, a request to a local gateway has gone unanswered for over 60 s while
+    ///     the tests' gateways start and handshake (CI, 2026-11-26: DeviceRegistryTests; the same test took 90.8 s in
+    ///     a passing TSan run), so the default is five minutes.
     func send(
         path: String = "/3/device/\(testToken)",
         method: String = "POST",
         headers: [(String, String)],
         body: [UInt8]?,
-        timeout: TimeAmount = .seconds(60)
+        timeout: TimeAmount = .seconds(300)
     ) async throws -> Response {
         let promise = self.channel.eventLoop.makePromise(of: Response.self)
         let timer = self.channel.eventLoop.scheduleTask(in: timeout) { promise.fail(ResponseTimedOut()) }
