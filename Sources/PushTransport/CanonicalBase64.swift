@@ -3,9 +3,9 @@
 /// character are zero). A text is accepted exactly when it is the standard padded encoding of the bytes it
 /// decodes to.
 ///
-/// The device decodes every push body's envelope with this: it replaces decoding with Foundation and encoding
-/// the result again to compare, which cost three passes and two allocations per push.
-enum CanonicalBase64 {
+/// The device decodes every push body's envelope with this, and the relay every submitted envelope: it replaces
+/// decoding with Foundation and encoding the result again to compare, which cost three passes and two allocations.
+package enum CanonicalBase64 {
     /// 0-63 for the alphabet, 0xFF for everything else (`=` included: padding is read apart).
     private static let values: [UInt8] = {
         var table = [UInt8](repeating: 0xFF, count: 256)
@@ -15,7 +15,7 @@ enum CanonicalBase64 {
     }()
 
     /// The bytes `text` encodes, or nil unless it is canonical padded base64.
-    static func decode(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+    package static func decode(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         let count = text.count
         guard count % 4 == 0 else { return nil }
         guard count > 0 else { return [] }
@@ -69,7 +69,7 @@ enum CanonicalBase64 {
     }
 
     /// The bytes `text` encodes, or nil unless it is canonical padded base64.
-    static func decode(_ text: some StringProtocol) -> [UInt8]? {
+    package static func decode(_ text: some StringProtocol) -> [UInt8]? {
         var text = String(text)
         return text.withUTF8 { decode($0) }
     }

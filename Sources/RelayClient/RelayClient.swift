@@ -181,7 +181,7 @@ public final class RelayClient: Sendable {
     ) async throws(RelayError) -> RelayAPI.SubmitResponse {
         let request = RelayAPI.SubmitRequest(
             pushes: pushes.map {
-                RelayAPI.SubmitPush(deviceID: $0.deviceID, envelope: StrictBase64.encode($0.envelope.serialized))
+                RelayAPI.SubmitPush(deviceID: $0.deviceID, envelope: Data($0.envelope.serialized).base64EncodedString())
             }
         )
         return try await self.submit(

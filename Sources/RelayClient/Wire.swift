@@ -30,16 +30,6 @@ package struct SignedBytes {
     package mutating func raw(_ value: [UInt8]) { self.bytes += value }
 }
 
-/// Strict, canonical base64 (standard alphabet, padding, no whitespace), as PROTOCOL §4 requires of receivers.
-package enum StrictBase64 {
-    package static func decode(_ text: String) -> [UInt8]? {
-        guard let data = Data(base64Encoded: text), data.base64EncodedString() == text else { return nil }
-        return Array(data)
-    }
-
-    package static func encode(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
-}
-
 /// Identifier rules shared by the API and the client.
 package enum Identifiers {
     /// PROTOCOL §11.1: 1-64 bytes of UTF-8.

@@ -295,7 +295,7 @@ public final class RelayService: Sendable {
             guard seen.insert(push.deviceID).inserted else {
                 throw RelayError(.duplicateDevice, "device \"\(push.deviceID)\" appears twice: one envelope per device")
             }
-            guard let bytes = StrictBase64.decode(push.envelope) else {
+            guard let bytes = CanonicalBase64.decode(push.envelope) else {
                 throw RelayError(.malformedEnvelope, "pushes[\(index)].envelope is not canonical base64")
             }
             let envelope: Envelope
