@@ -4,6 +4,7 @@
 //
 // Layers (see README.md "Layout"):
 //   CSodium            system library: libsodium through pkg-config (the only C dependency of E2EECore)
+//   CLISupport         what the four executables share (the --version they print)
 //   Locking            a pthread-mutex lock that ThreadSanitizer models (used instead of Synchronization.Mutex)
 //   E2EECore           HPKE (RFC 9180) + Ed25519 on libsodium, wire format, padding, keys
 //   PushTransport      how a push service carries an envelope: APNsAlertTransport (the APNs JSON body, 4,096-byte
@@ -77,6 +78,10 @@ let package = Package(
         // MARK: Libraries
         .target(
             name: "Locking",
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "CLISupport",
             swiftSettings: strictSettings
         ),
         .target(
@@ -203,6 +208,7 @@ let package = Package(
         .executableTarget(
             name: "e2ee-send",
             dependencies: [
+                "CLISupport",
                 "Sender",
                 "E2EECore",
                 "RelayClient",
@@ -214,6 +220,7 @@ let package = Package(
         .executableTarget(
             name: "e2ee-filter",
             dependencies: [
+                "CLISupport",
                 "NotificationFilter",
                 "E2EECore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -225,6 +232,7 @@ let package = Package(
         .executableTarget(
             name: "e2ee-gateway",
             dependencies: [
+                "CLISupport",
                 "APNsGateway",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -235,6 +243,7 @@ let package = Package(
         .executableTarget(
             name: "e2ee-relay",
             dependencies: [
+                "CLISupport",
                 "Relay",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -294,6 +303,7 @@ let package = Package(
         .testTarget(
             name: "SenderTests",
             dependencies: [
+                "CLISupport",
                 "Locking",
                 "TestSupport",
                 "Sender",

@@ -1,4 +1,5 @@
 public import ArgumentParser
+import CLISupport
 import E2EECore
 import Logging
 public import NotificationFilter
@@ -23,6 +24,7 @@ struct E2EEFilter: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "e2ee-filter",
         abstract: "Decide what each encrypted push becomes: ring, alert, missed-call, silence or fallback.",
+        version: ToolVersion.current,
         subcommands: [Run.self, Once.self, Answer.self, Decline.self]
     )
 }

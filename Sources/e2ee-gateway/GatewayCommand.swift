@@ -1,4 +1,5 @@
 import ArgumentParser
+import CLISupport
 
 #if canImport(Glibc)
 import Glibc
@@ -19,6 +20,7 @@ struct GatewayCommand: AsyncParsableCommand {
             Exit codes: 0 ok or graceful shutdown, 1 cannot start (TLS, bind, spool, configuration), \
             64 bad arguments, 73 cannot write an output file.
             """,
+        version: ToolVersion.current,
         subcommands: [ServeCommand.self, ProviderKeyCommand.self]
     )
 

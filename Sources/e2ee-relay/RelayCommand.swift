@@ -1,4 +1,5 @@
 public import ArgumentParser
+import CLISupport
 import Foundation
 public import Logging
 import Relay
@@ -24,6 +25,7 @@ struct RelayCommand: AsyncParsableCommand {
         discussion:
             "Exit codes: 0 ok or graceful shutdown, 1 cannot start (TLS, APNs key, bind), 64 bad arguments, "
             + "69 the database cannot be opened or reached.",
+        version: ToolVersion.current,
         subcommands: [ServeCommand.self]
     )
 

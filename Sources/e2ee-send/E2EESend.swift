@@ -1,4 +1,5 @@
 import ArgumentParser
+import CLISupport
 import E2EECore
 import Foundation
 import Sender
@@ -51,6 +52,7 @@ struct E2EESend: AsyncParsableCommand {
             card), 77 insecure or locked key file, or delivery-token-refused (ask the recipient for a current \
             delivery token).
             """,
+        version: ToolVersion.current,
         subcommands: [
             Keygen.self, Device.self, Contact.self, Card.self, Rotate.self, Call.self, Cancel.self, Text.self,
             Receipt.self, Batch.self, Deliver.self, RelayCommands.self,
