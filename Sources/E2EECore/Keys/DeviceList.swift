@@ -188,6 +188,26 @@ public struct DeviceList: Sendable, Hashable {
         }
     }
 
+    /// Checks that this list is the one asked for (§11.4 step 4): its `user_id` is the addressed user's. Pins
+    /// are kept per user id (§11.5), so a list checked only against its own `user_id` could stand in for another
+    /// user's: a valid, self-signed list of mallory's in place of bob's card would be pinned as mallory's and sealed
+    /// to, and bob's pin would never be consulted.
+    ///
+    /// - Parameters:
+    ///   - userID: the user the reader asked for: the user id it was given, the file name of a contacts folder's
+    ///     `<user id>.card.json`, the user id in a relay's URL.
+    ///   - source: where the list came from, for the message (`keys/bob.card.json`, `the relay`).
+    /// - Throws: `.userIDMismatch`, naming both user ids.
+    public func checkAddressed(to userID: String, source: String) throws(E2EEError) {
+        guard self.userID == userID else {
+            throw E2EEError(
+                .userIDMismatch,
+                "\(source) holds \(self.userID)'s device list, not \(userID)'s: it cannot stand for \(userID); get "
+                    + "\(userID)'s own card"
+            )
+        }
+    }
+
     // MARK: well-formedness (§11.1)
 
     /// Checks a device id: 1-32 bytes of `a-z 0-9 - _ .`.

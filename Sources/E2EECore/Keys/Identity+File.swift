@@ -59,10 +59,43 @@ extension Identity {
 
     /// True when the identity file at `path` is locked with a passphrase (reads only the clear header).
     public static func isLocked(path: String) throws(E2EEError) -> Bool {
+        try self.checkIsIdentityFile(path: path)
         let file = try SecretFile.read(path: path)
         return file.withUnsafeBytes {
             $0.count > magic.count && Array($0.prefix(magic.count)) == magic && $0[magic.count] == passphraseProtection
         }
+    }
+
+    /// Refuses a file that is plainly not an identity (it does not start with the identity magic's `E2EEID`) with a
+    /// message that says what it is, before the private-mode check: a public card (mode 0644) passed as
+    /// `--identity` is told it is a card, not to `chmod 600` it. Only the first bytes are read.
+    ///
+    /// - Throws: `.keyFile` naming what the file looks like.
+    static func checkIsIdentityFile(path: String) throws(E2EEError) {
+        // Six bytes first: of an identity file, nothing past its label is read here (the rest is secret).
+        let label = Array("E2EEID".utf8)
+        guard let start = SecretFile.prefix(path: path, count: label.count), !start.isEmpty, start != label,
+            let head = SecretFile.prefix(path: path, count: 1024)
+        else { return }
+        let text = head.drop(while: { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 })
+        let what: String
+        if text.first == UInt8(ascii: "{") {
+            let json = String(decoding: head, as: UTF8.self)
+            what =
+                json.contains("e2ee-device-request")
+                ? "a device request (public JSON)"
+                : json.contains("\"devices\"") || json.contains("e2ee-device-list")
+                    ? "a public card (a signed device list, JSON)" : "a JSON file"
+        } else if text.starts(with: Array("-----BEGIN".utf8)) {
+            what = "a PEM file (a key or certificate)"
+        } else {
+            what = "not an identity file (it does not start with E2EEID)"
+        }
+        throw E2EEError(
+            .keyFile,
+            "\(path) is \(what), not an identity: pass the secret <user id>.identity file that `e2ee-send keygen` or "
+                + "`e2ee-send device request` wrote (mode 0600)"
+        )
     }
 
     /// Loads an identity file.
@@ -71,6 +104,7 @@ extension Identity {
     /// - Throws: `.insecureFile` (mode allows group/other access), `.keyFile` (unreadable or not an identity
     ///   file), `.locked` (locked and no passphrase, or a wrong one).
     public static func load(path: String, passphrase: SecureBytes? = nil) throws(E2EEError) -> Identity {
+        try self.checkIsIdentityFile(path: path)
         let file = try SecretFile.read(path: path)
         var bytes = file.withUnsafeBytes { Array($0) }
         defer { secureWipe(&bytes) }

@@ -36,6 +36,26 @@ public enum SecretFile: Sendable {
         }
     }
 
+    /// The first bytes of a file (at most `count`), read without the private-mode check of ``read(path:)``: for
+    /// telling a file that is not a secret at all (a public card passed where an identity belongs) from a secret
+    /// whose mode is wrong. Nil when the file cannot be opened.
+    public static func prefix(path: String, count: Int) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let n = bytes.withUnsafeMutableBytes { buffer in
+                Glibc.read(fd, buffer.baseAddress!.advanced(by: filled), count - filled)
+            }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            filled += n
+        }
+        return Array(bytes.prefix(filled))
+    }
+
     /// Checks that an existing file is private to its owner, as ``read(path:)`` requires of a secret file.
     ///
     /// - Parameters:

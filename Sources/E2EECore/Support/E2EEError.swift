@@ -61,6 +61,9 @@ public struct E2EEError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let listRollback = Code("list-rollback")
         /// The list has the version accepted before for that user, but different contents.
         public static let listVersionReused = Code("list-version-reused")
+        /// The list is another user's than the one it was asked for (its `user_id` is not the addressed user: a
+        /// contacts folder's `bob.card.json` holding mallory's list, a relay serving another user's list).
+        public static let userIDMismatch = Code("user-id-mismatch")
     }
 
     public let code: Code
