@@ -10,7 +10,7 @@ ringing). With more than two calls ringing at once the phone's provider refuses 
 
 Checks, exit 0 only if all hold: every spool record addressed to the phone ends with exactly one decision in the
 decisions file, in order; the decisions equal those of one uninterrupted run over the same spool; the call events
-(event, reason, handle, display name, byUser, byDevice: everything but the time) equal the uninterrupted run's, per
+(event, reason, handle, display name, by_user, by_device: everything but the time) equal the uninterrupted run's, per
 call id as a sequence; no call rang twice; every call expected to be missed is in the events (`missed`) or was
 decided `missed-call`. Ends with `N passed, M failed`. Release binaries from --bin; Python standard library only.
 
@@ -174,8 +174,8 @@ def main():
             calls = {}
             for e in evs:
                 if e.get("event") == "locked-alert": continue
-                calls.setdefault(e.get("callID", ""), []).append(
-                    tuple((k, e.get(k)) for k in ("event", "reason", "handle", "displayName", "byUser", "byDevice")))
+                calls.setdefault(e.get("call_id", ""), []).append(
+                    tuple((k, e.get(k)) for k in ("event", "reason", "handle", "display_name", "by_user", "by_device")))
             return calls
         got_calls, ref_calls = per_call(ev), per_call([json.loads(l) for l in lines(ref_events)])
         differ = sorted(c for c in set(got_calls) | set(ref_calls) if got_calls.get(c) != ref_calls.get(c))
@@ -187,7 +187,7 @@ def main():
             for t in evs: kinds[dict(t)["event"]] = kinds.get(dict(t)["event"], 0) + 1
         ringing = {}
         for e in ev:
-            if e.get("event") == "ringing": ringing[e["callID"]] = ringing.get(e["callID"], 0) + 1
+            if e.get("event") == "ringing": ringing[e["call_id"]] = ringing.get(e["call_id"], 0) + 1
         # A cancel sent before its invite makes a missed call if the spool has it first too (the sender does not
         # promise the order of two pushes; if the invite got there first, it rang and the cancel ended it).
         first = {}
@@ -196,7 +196,7 @@ def main():
             if c in cancel_first and c not in first: first[c] = d.get("kind")
         expect_missed |= {c for c, kind in first.items() if kind == "call-cancel"}
         reordered = sum(1 for kind in first.values() if kind != "call-cancel")
-        missed_seen = {e["callID"] for e in ev if e.get("event") == "missed"} | {
+        missed_seen = {e["call_id"] for e in ev if e.get("event") == "missed"} | {
             str(d.get("call_id", "")).upper() for d in got if d["decision"] == "missed-call"}
         strip = lambda d: {k: v for k, v in d.items() if k not in ("handoff",)}
         checks = [

@@ -648,7 +648,7 @@ def report(demo: Demo, spool: list[dict], statuses: dict[str, int], gateway_stat
         rings: dict[str, int] = {}
         shown = []
         for event in events:
-            call = demo.call_labels.get(event.get("callID", "").upper(), event.get("callID", "?")[:8])
+            call = demo.call_labels.get(event.get("call_id", "").upper(), event.get("call_id", "?")[:8])
             if event.get("event") == "ringing":
                 rings[call] = rings.get(call, 0) + 1
             extra = event.get("reason")
@@ -659,11 +659,11 @@ def report(demo: Demo, spool: list[dict], statuses: dict[str, int], gateway_stat
                 failures.append(f"call {call} rang {count} times on {dev}")
         expect = EXPECTED_EVENTS.get(dev, [])
         for call, event, reason in expect:
-            if not any(demo.call_labels.get(e.get("callID", "").upper()) == call and e.get("event") == event
+            if not any(demo.call_labels.get(e.get("call_id", "").upper()) == call and e.get("event") == event
                        and (reason is None or e.get("reason") == reason) for e in events):
                 failures.append(f"{dev}: no '{event}' event{' (' + reason + ')' if reason else ''} for {call}")
         for call, event in FORBIDDEN_EVENTS.get(dev, []):
-            if any(demo.call_labels.get(e.get("callID", "").upper()) == call and e.get("event") == event for e in events):
+            if any(demo.call_labels.get(e.get("call_id", "").upper()) == call and e.get("event") == event for e in events):
                 failures.append(f"{dev}: '{event}' event for {call}, which must not be a missed call there")
     print()
 

@@ -6,8 +6,8 @@ public import Foundation
 
 /// One call event, written as one JSON line with sorted keys.
 ///
-/// Example: `{"account":"alice","atMs":1000,"callID":"6F2A…","displayName":"Bob","event":"ringing","handle":"bob"}`.
-/// Absent optional fields are left out of the line.
+/// Example: `{"account":"alice","at_ms":1000,"call_id":"6F2A…","display_name":"Bob","event":"ringing","handle":"bob"}`.
+/// Absent optional fields are left out of the line. Keys are snake_case, as in every other line the tools write.
 public struct CallEvent: Hashable, Sendable, Codable {
     /// The kind of event.
     public struct Kind: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
@@ -25,7 +25,7 @@ public struct CallEvent: Hashable, Sendable, Codable {
         /// The call rang and nobody answered: timed out, or the caller hung up first.
         public static let missed = Self(rawValue: "missed")
         /// Caller's side: a callee declined a call this user placed (a `declinedElsewhere` cancel from them for a
-        /// call this device does not know as incoming); `byUser` and `byDevice` say who. The app stops its
+        /// call this device does not know as incoming); `by_user` and `by_device` say who. The app stops its
         /// outgoing ring.
         public static let remoteDeclined = Self(rawValue: "remote-declined")
 
@@ -85,6 +85,15 @@ public struct CallEvent: Hashable, Sendable, Codable {
     public var byDevice: String?
     /// When it happened, in milliseconds since 1970.
     public var atMs: Int64
+
+    enum CodingKeys: String, CodingKey {
+        case event, account, reason, handle
+        case callID = "call_id"
+        case displayName = "display_name"
+        case byUser = "by_user"
+        case byDevice = "by_device"
+        case atMs = "at_ms"
+    }
 
     public init(
         event: Kind,

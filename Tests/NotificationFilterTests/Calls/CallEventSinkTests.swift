@@ -29,7 +29,7 @@ struct CallEventSinkTests {
         )
         #expect(
             ringing.jsonLine()
-                == #"{"account":"alice","atMs":1000,"callID":"6F2A1C3E-0B7D-4E59-9A41-2C8D5F6E7A10","displayName":"Bob \"B\"","event":"ringing","handle":"bob/1"}"#
+                == #"{"account":"alice","at_ms":1000,"call_id":"6F2A1C3E-0B7D-4E59-9A41-2C8D5F6E7A10","display_name":"Bob \"B\"","event":"ringing","handle":"bob/1"}"#
         )
         let missed = CallEvent(
             event: .missed,
@@ -40,7 +40,7 @@ struct CallEventSinkTests {
         )
         #expect(
             missed.jsonLine()
-                == #"{"account":"alice","atMs":61000,"callID":"6F2A1C3E-0B7D-4E59-9A41-2C8D5F6E7A10","event":"missed","reason":"unanswered"}"#
+                == #"{"account":"alice","at_ms":61000,"call_id":"6F2A1C3E-0B7D-4E59-9A41-2C8D5F6E7A10","event":"missed","reason":"unanswered"}"#
         )
     }
 
@@ -63,8 +63,8 @@ struct CallEventSinkTests {
         let text = try #require(readScratchFile(path))
         #expect(
             text == """
-                {"account":"alice","atMs":100000,"callID":"6F2A1C3E-0B7D-4E59-9A41-2C8D5F6E7A10","event":"ringing","handle":"bob"}
-                {"account":"alice","atMs":105000,"callID":"6F2A1C3E-0B7D-4E59-9A41-2C8D5F6E7A10","event":"missed","handle":"bob","reason":"unanswered"}
+                {"account":"alice","at_ms":100000,"call_id":"6F2A1C3E-0B7D-4E59-9A41-2C8D5F6E7A10","event":"ringing","handle":"bob"}
+                {"account":"alice","at_ms":105000,"call_id":"6F2A1C3E-0B7D-4E59-9A41-2C8D5F6E7A10","event":"missed","handle":"bob","reason":"unanswered"}
 
                 """
         )
@@ -90,7 +90,7 @@ struct CallEventSinkTests {
         #expect(
             readScratchFile(out)
                 == event.jsonLine() + "\n"
-                + #"{"account":"alice","atMs":8,"callID":"6F2A1C3E-0B7D-4E59-9A41-2C8D5F6E7A10","event":"ended","reason":"localEnded"}"#
+                + #"{"account":"alice","at_ms":8,"call_id":"6F2A1C3E-0B7D-4E59-9A41-2C8D5F6E7A10","event":"ended","reason":"localEnded"}"#
                 + "\n"
         )
     }

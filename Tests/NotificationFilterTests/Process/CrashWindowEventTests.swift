@@ -198,7 +198,7 @@ struct CrashWindowEventTests {
 
     private func events(_ path: String, _ callID: UUID) -> [String] {
         JSONLines.read(path).lines.compactMap { line in
-            guard let object = JSONLines.object(line), object["callID"] as? String == callID.uuidString else {
+            guard let object = JSONLines.object(line), object["call_id"] as? String == callID.uuidString else {
                 return nil
             }
             return object["event"] as? String

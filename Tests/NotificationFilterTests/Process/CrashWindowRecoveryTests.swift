@@ -100,7 +100,7 @@ struct CrashWindowRecoveryTests {
     private func timeless(_ lines: [String]) -> [String] {
         lines.map { line in
             var object = JSONLines.object(line) ?? [:]
-            object["atMs"] = nil
+            object["at_ms"] = nil
             let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
             return String(decoding: data, as: UTF8.self)
         }
@@ -121,8 +121,8 @@ struct CrashWindowRecoveryTests {
         #expect(killed.count == 1, "events: \(killed)")
         let event = try #require(killed.first.flatMap(JSONLines.object))
         #expect(event["event"] as? String == "remote-declined")
-        #expect(event["callID"] as? String == placed.uuidString)
-        #expect(event["byUser"] as? String == "alice")
+        #expect(event["call_id"] as? String == placed.uuidString)
+        #expect(event["by_user"] as? String == "alice")
         #expect(self.timeless(killed) == self.timeless(reference))
         // Settled: nothing is kept to report again.
         let store = try FilterStateStore(path: fixture.path("killed.sqlite"), logger: self.logger)
@@ -152,7 +152,7 @@ struct CrashWindowRecoveryTests {
         #expect(reference.count == 6, "uninterrupted: \(reference)")
         // Before the fix the restored events named the caller by user id ("alice") without a display name.
         #expect(self.timeless(killed).sorted() == self.timeless(reference).sorted())
-        let names = killed.compactMap { JSONLines.object($0)?["displayName"] as? String }
+        let names = killed.compactMap { JSONLines.object($0)?["display_name"] as? String }
         #expect(names == Array(repeating: "Alice Example", count: 6))
     }
 }

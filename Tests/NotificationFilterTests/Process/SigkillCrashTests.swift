@@ -100,7 +100,7 @@ struct SigkillCrashTests {
                 Issue.record("events line is not an event: \(line.prefix(200))")
                 continue
             }
-            guard let callID = object["callID"] as? String else { continue }  // locked-alert notices have none
+            guard let callID = object["call_id"] as? String else { continue }  // locked-alert notices have none
             if event == "ringing" { ringingCount[callID, default: 0] += 1 }
             if event == "missed" { missedInEvents.insert(callID) }
         }
