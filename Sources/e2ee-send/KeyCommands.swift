@@ -203,7 +203,11 @@ struct Rotate: AsyncParsableCommand {
                     throw SenderError(.cannotCreate, "cannot write \(out): \(error.message)")
                 }
                 try rotation.identity.save(path: identityPath, passphrase: try self.identity.passphrase())
-                note("\(rotation.message); wrote \(out) (list version \(list.listVersion)): publish it")
+                note(
+                    "\(rotation.message); wrote the new key to \(identityPath) (a running e2ee-filter on it takes it "
+                        + "before its next push) and list version \(list.listVersion) to \(out): publish it (e2ee-send "
+                        + "relay publish --card \(out)) so senders seal to the new key"
+                )
                 if !list.devices.contains(where: { $0.push != nil }) {
                     note("e2ee-send: warning: the list has no push address; set one with e2ee-send card --device-token")
                 }
@@ -218,7 +222,10 @@ struct Rotate: AsyncParsableCommand {
                     throw SenderError(.cannotCreate, "cannot write \(out): \(error.message)")
                 }
                 try rotation.identity.save(path: identityPath, passphrase: try self.identity.passphrase())
-                note("\(rotation.message); the request is \(out)")
+                note(
+                    "\(rotation.message); wrote the new key to \(identityPath) (a running e2ee-filter on it takes it "
+                        + "before its next push); the request is \(out)"
+                )
                 try StandardOutput.write(request.jsonData())
             }
         }

@@ -112,11 +112,23 @@ public enum FilterApp: Sendable {
         // Argon2id runs once per version of a passphrase file: a wrong or insecure one is reported once and tried
         // again when it changes, not on every tick.
         let unlocker = PassphraseUnlocker(accounts: lockedAccounts, logger: logger)
+        // A key rotation rewrites the identity file: `run` reads the new version before its next batch.
+        let watcher = IdentityFileWatcher(
+            accounts: zip(accounts, options.accounts).map { account, accountOptions in
+                .init(
+                    name: account.name,
+                    identity: accountOptions.identity,
+                    passphraseFile: accountOptions.passphraseFile
+                )
+            },
+            logger: logger
+        )
         let daemon = FilterDaemon(
             configuration: configuration,
             engine: engine,
             events: outbox,
             unlock: { name in unlocker.unlock(name) },
+            identityChanges: { watcher.changed() },
             logger: logger
         )
         return Parts(engine: engine, daemon: daemon, reporter: reporter, outbox: outbox)

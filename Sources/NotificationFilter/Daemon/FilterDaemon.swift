@@ -61,18 +61,23 @@ public final class FilterDaemon: Service, Sendable {
     let logger: Logger
     /// Gives the identity of a locked account once it can be unlocked (polled), or nil while still locked.
     let unlock: @Sendable (String) -> Identity?
+    /// Gives the accounts whose identity files changed since they were read (a key rotation), read anew
+    /// (``IdentityFileWatcher/changed()``); asked before each batch is decided.
+    let identityChanges: @Sendable () -> [(name: String, identity: Identity)]
 
     public init(
         configuration: FilterDaemonConfiguration,
         engine: FilterEngine,
         events: EventOutbox?,
         unlock: @escaping @Sendable (String) -> Identity? = { _ in nil },
+        identityChanges: @escaping @Sendable () -> [(name: String, identity: Identity)] = { [] },
         logger: Logger
     ) {
         self.configuration = configuration
         self.engine = engine
         self.events = events
         self.unlock = unlock
+        self.identityChanges = identityChanges
         self.logger = logger
     }
 
@@ -198,6 +203,12 @@ public final class FilterDaemon: Service, Sendable {
                     // Only other devices' pushes: not ours to decide (no decision line), but read past.
                     if let spool { try await self.engine.skip(spool: spool, lastSeq: batch.lastLineNumber) }
                     continue
+                }
+                // A rotated identity file is read before the batch is decided: a push sealed to the new key (which
+                // senders learn only after the file was written) opens; a batch opened ahead with the old keys is
+                // opened again.
+                for change in self.identityChanges() {
+                    await self.engine.replaceIdentity(account: change.name, with: change.identity)
                 }
                 let outcome = try await self.engine.process(opened, spool: spool, deduplicateBySeq: spoolPath != nil)
                 try output.write(outcome.lines)

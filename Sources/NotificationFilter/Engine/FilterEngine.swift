@@ -271,6 +271,38 @@ public actor FilterEngine {
         return try await self.decideKept(emit: emit)
     }
 
+    /// Takes a newer version of an unlocked account's identity file (a key rotation: a new current device key, an
+    /// old key's `expires_at_ms`), between batches: every batch decided from now on opens with it, including batches
+    /// already opened ahead with the old keys (they are opened again).
+    ///
+    /// - Returns: false when nothing changed: no such account, the account is locked (its unlock reads the file),
+    ///   or the file now holds another device (another user or signing key: that is a different account, and the
+    ///   keys in use are kept; restart the filter to serve it).
+    @discardableResult
+    public func replaceIdentity(account name: String, with identity: Identity) -> Bool {
+        guard let index = self.accounts.firstIndex(where: { $0.name == name }),
+            let current = self.accounts[index].identity
+        else { return false }
+        guard current.userID == identity.userID, current.signingKey.publicKey == identity.signingKey.publicKey else {
+            self.logger.error(
+                "the identity file now holds another device (\(identity.userID)/\(identity.deviceID)); the keys of \(current.userID)/\(current.deviceID) stay in use: restart the filter to serve the new one",
+                metadata: ["account": "\(name)"]
+            )
+            return false
+        }
+        let before = Set(current.deviceKeys.map(\.keyID))
+        self.accounts[index].unlock(with: identity)
+        self.accountsChanged()
+        self.logger.notice(
+            "identity file reloaded",
+            metadata: [
+                "account": "\(name)", "keys": "\(identity.deviceKeys.count)",
+                "newKeys": "\(Set(identity.deviceKeys.map(\.keyID)).subtracting(before).count)",
+            ]
+        )
+        return true
+    }
+
     /// Decides every payload kept while locked, in input order, including those kept behind them while this runs;
     /// until none is left, ``process(_:spool:deduplicateBySeq:)`` keeps newer payloads behind them.
     ///
