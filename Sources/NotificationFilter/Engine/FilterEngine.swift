@@ -207,11 +207,20 @@ public actor FilterEngine {
         // it), updated by each invite admitted and each call ended in the batch. Nothing runs on this actor between
         // the copy and the commit (the transaction is synchronous), so a `ring` decision is a call that rings.
         var admission = await self.reporter.admission()
+        let hasInvite = opened.contains { result in
+            if case .opened(let message) = result, case .callInvite = message.message.content { return true }
+            return false
+        }
         let (decisions, lines, actions) = try self.store.transaction {
             tx -> ([FilterDecision], [String], [PostCommit]) in
             var decisions: [FilterDecision] = []
             var lines: [String] = []
             var actions: [PostCommit] = []
+            if hasInvite {
+                // The live calls an invite is admitted against are the state file's, not this process's memory:
+                // `once` (a process per push) and `run` on one state file refuse the same third call.
+                admission = try self.storedAdmission(admission, nowMs: nowMs, tx: tx, actions: &actions)
+            }
             for (input, result) in zip(inputs, opened) {
                 if deduplicateBySeq, try tx.decision(forSeq: input.seq) != nil {
                     // Already decided before a restart: the daemon re-emits it from the log; decide nothing twice.
@@ -333,35 +342,58 @@ public actor FilterEngine {
     /// Ends every ringing call whose ring window has passed: unanswered, recorded as missed.
     public func expireRinging() async throws {
         let nowMs = self.now()
-        let due = try self.store.transaction { tx -> [RingRecord] in
-            let due = try tx.rings(dueBy: nowMs)
-            for ring in due {
-                _ = try tx.deleteRing(account: ring.account, callID: ring.callID)
-                try tx.setCallState(
-                    CallStateRecord(
-                        account: ring.account,
-                        callID: ring.callID,
-                        state: .missed,
-                        updatedAtMs: nowMs,
-                        endReason: .ended(.unanswered)
-                    )
-                )
-                _ = try tx.recordMissedCall(
-                    MissedCallRecord(
-                        account: ring.account,
-                        callID: ring.callID,
-                        callerHandle: ring.callerHandle,
-                        displayName: ring.displayName,
-                        atMs: nowMs,
-                        reason: .ended(.unanswered)
-                    )
-                )
-            }
-            return due
-        }
+        let due = try self.store.transaction { tx in try Self.expireRings(dueBy: nowMs, tx: tx) }
         for ring in due {
             await self.reporter.endCall(account: ring.account, callID: ring.callID, cause: .unanswered, atMs: nowMs)
         }
+    }
+
+    /// Records every ring whose window has passed by `nowMs` as missed (unanswered), in `tx`; the caller ends them
+    /// in the call provider after the commit.
+    static func expireRings(dueBy nowMs: Int64, tx: borrowing FilterStateTransaction) throws -> [RingRecord] {
+        let due = try tx.rings(dueBy: nowMs)
+        for ring in due {
+            _ = try tx.deleteRing(account: ring.account, callID: ring.callID)
+            try tx.setCallState(
+                CallStateRecord(
+                    account: ring.account,
+                    callID: ring.callID,
+                    state: .missed,
+                    updatedAtMs: nowMs,
+                    endReason: .ended(.unanswered)
+                )
+            )
+            _ = try tx.recordMissedCall(
+                MissedCallRecord(
+                    account: ring.account,
+                    callID: ring.callID,
+                    callerHandle: ring.callerHandle,
+                    displayName: ring.displayName,
+                    atMs: nowMs,
+                    reason: .ended(.unanswered)
+                )
+            )
+        }
+        return due
+    }
+
+    /// The provider's rules with the live calls of the state file: rings whose window has passed are ended first
+    /// (recorded as missed, and ended in the provider after the commit, before any new call is handed off), then
+    /// every remaining ring and every active answered call counts against `maximumCallGroups`.
+    func storedAdmission(
+        _ provider: CallAdmission,
+        nowMs: Int64,
+        tx: borrowing FilterStateTransaction,
+        actions: inout [PostCommit]
+    ) throws -> CallAdmission {
+        for ring in try Self.expireRings(dueBy: nowMs, tx: tx) {
+            actions.append(.end(account: ring.account, callID: ring.callID, cause: .unanswered, atMs: nowMs))
+        }
+        return CallAdmission(
+            configuration: provider.configuration,
+            liveIDs: try tx.liveCallIDs(),
+            endedIDs: provider.endedIDs
+        )
     }
 
     /// After a restart: gives the reporter back the calls that were ringing (without a second ring) and expires

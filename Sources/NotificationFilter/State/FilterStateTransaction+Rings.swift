@@ -130,6 +130,26 @@ extension FilterStateTransaction {
         return ring
     }
 
+    /// The calls that are live for the call provider, as the state file holds them: every ringing call (its ring
+    /// row) and every answered call still active. `run` and `once` on one state file count the same calls against
+    /// the provider's maximum (docs/PROTOCOL.md §9), whichever process admitted them.
+    func liveCallIDs() throws(FilterStateError) -> Set<UUID> {
+        try self.database.withStatement(
+            """
+            SELECT call_id FROM call_ring
+            UNION SELECT a.call_id FROM call_action a
+                JOIN call_state c ON c.account = a.account AND c.call_id = a.call_id
+                WHERE a.action = 'answer' AND c.state = 'active'
+            """
+        ) { s throws(FilterStateError) in
+            var ids: Set<UUID> = []
+            while try s.step() {
+                if let id = UUID(uuidString: s.text(0)) { ids.insert(id) }
+            }
+            return ids
+        }
+    }
+
     /// Ringing calls whose deadline is at or before `nowMs` (all of them with `Int64.max`).
     func rings(dueBy nowMs: Int64) throws(FilterStateError) -> [RingRecord] {
         try self.rings(where: "deadline_ms <= ?1", String(nowMs), nil, numeric: true)
