@@ -93,7 +93,8 @@ struct AccountFlags: ParsableArguments {
             } catch {
                 throw ExitFailure(
                     64,
-                    "--config \(config) is not {\"accounts\":[{\"identity\":...,\"contacts\":...}]}: \(error)"
+                    "--config \(config) is not {\"accounts\":[{\"identity\":...,\"contacts\":...}]}: "
+                        + Self.describe(error)
                 )
             }
         } else {
@@ -144,6 +145,24 @@ struct AccountFlags: ParsableArguments {
         return options
     }
 
+    /// What is wrong with a `--config` file, for people (never a Swift type dump).
+    static func describe(_ error: any Error) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+        }
+        switch error as? DecodingError {
+        case .keyNotFound(let key, let context)?:
+            return
+                "\"\(key.stringValue)\" is missing at \(path(context.codingPath).isEmpty ? "the top" : path(context.codingPath))"
+        case .typeMismatch(_, let context)?, .valueNotFound(_, let context)?:
+            return "\(path(context.codingPath)) has the wrong type (\(context.debugDescription))"
+        case .dataCorrupted(let context)?:
+            return "it is not valid JSON (\(context.debugDescription))"
+        default:
+            return "it cannot be read as JSON"
+        }
+    }
+
     func logger() -> Logger {
         var logger = Logger(label: "e2ee-filter") { label in StreamLogHandler.standardError(label: label) }
         logger.logLevel = self.verbose ? .debug : .warning
@@ -181,7 +200,9 @@ func runMapped(_ body: () async throws -> Void) async throws {
         writeStderr(Data("e2ee-filter: error: \(error.message)\n".utf8))
         throw ExitCode(66)
     } catch let error as FilterStateError {
-        writeStderr(Data("e2ee-filter: error: \(error)\n".utf8))
+        // The message says which file and what to do; the code, SQLite's result code and the source line are for
+        // logs (--verbose), not for people.
+        writeStderr(Data("e2ee-filter: error: \(error.message)\n".utf8))
         throw ExitCode(70)
     } catch let error as CallSinkError {
         writeStderr(Data("e2ee-filter: error: \(error.message)\n".utf8))
@@ -199,7 +220,9 @@ func runMapped(_ body: () async throws -> Void) async throws {
         throw exit
     } catch {
         // Nothing else is expected here; still exit with a documented status, never ArgumentParser's 1.
-        writeStderr(Data("e2ee-filter: error: \(error)\n".utf8))
+        writeStderr(
+            Data("e2ee-filter: error: unexpected failure (please report it): \(error)\n".utf8)
+        )
         throw ExitCode(70)
     }
 }

@@ -40,6 +40,33 @@ public final class FilterStateStore: Sendable {
         try Self.requirePrivate(path: path, create: true)
         try Self.requirePrivate(path: path + "-wal", create: false)
         try Self.requirePrivate(path: path + "-shm", create: false)
+        do {
+            self.database = PThreadMutex(
+                try Self.openDatabase(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds)
+            )
+        } catch {
+            // SQLite's messages do not name the file: a person needs to know which one.
+            guard !error.message.contains(path) else { throw error }
+            throw FilterStateError(
+                code: error.code,
+                message: "\(path): \(error.message)",
+                sqliteResultCode: error.sqliteResultCode,
+                fileID: error.fileID,
+                line: error.line
+            )
+        }
+        self.logger = logger
+        self.path = path
+        logger.debug("filter state opened", metadata: ["schema": "\(FilterStateSchema.currentVersion)"])
+    }
+
+    /// Opens the state file in WAL mode and brings its schema to the current version.
+    private static func openDatabase(
+        path: String,
+        busyTimeoutMilliseconds: Int
+    ) throws(FilterStateError)
+        -> StateDatabase
+    {
         let database = try StateDatabase(path: path)
         try database.execute("PRAGMA busy_timeout = \(max(0, busyTimeoutMilliseconds))")
         let mode = try database.withStatement("PRAGMA journal_mode = WAL") { statement throws(FilterStateError) in
@@ -56,16 +83,21 @@ public final class FilterStateStore: Sendable {
         try Self.requirePrivate(path: path + "-wal", create: false)
         try Self.requirePrivate(path: path + "-shm", create: false)
         try FilterStateSchema.prepare(database, path: path)
-        self.database = PThreadMutex(database)
-        self.logger = logger
-        self.path = path
-        logger.debug("filter state opened", metadata: ["schema": "\(FilterStateSchema.currentVersion)"])
+        return database
     }
 
     /// Refuses a file at `path` that group or others may read or write (the same rule as key files,
     /// ``SecretFile/checkPrivate(path:contents:)``); creates it empty with mode 0600 if it is missing and
     /// `create` is true.
     private static func requirePrivate(path: String, create: Bool) throws(FilterStateError) {
+        var info = stat()
+        if stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
+            throw FilterStateError(
+                code: .sqlite,
+                message: "the state file \(path) is a folder: give --state the path of a file in it (e.g. "
+                    + "\(path)/e2ee-filter.sqlite)"
+            )
+        }
         let exists: Bool
         do {
             exists = try SecretFile.checkPrivate(path: path, contents: "the filter's call metadata")
