@@ -24,9 +24,24 @@ struct E2EEFilter: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "e2ee-filter",
         abstract: "Decide what each encrypted push becomes: ring, alert, missed-call, silence or fallback.",
+        discussion: """
+            run decides a stream of pushes (stdin or a gateway spool), once decides one push, answer and decline act \
+            on a ringing call. Decisions and reason codes: README "Decisions and reason codes".
+            \(E2EEFilter.exitCodes)
+            """,
         version: ToolVersion.current,
         subcommands: [Run.self, Once.self, Answer.self, Decline.self]
     )
+
+    /// The exit codes every subcommand shares (answer and decline add 65 and 69), for `--help`.
+    static let exitCodes = """
+        Exit codes: 0 ok (also after SIGTERM or SIGINT); 64 usage (a bad flag, a bad --config); 65 answer/decline: \
+        no call with that id rang on this device; 66 a key, contacts, card, payload or spool file is missing, \
+        unreadable or does not fit (a --card that does not list this device, a public card passed as \
+        --identity); 69 answer/decline: the call is not ringing any more; 70 the state file cannot be used, or \
+        another internal failure; 77 a secret file is readable by others, or a locked identity without its \
+        passphrase.
+        """
 }
 
 struct AccountFlags: ParsableArguments {
@@ -234,7 +249,9 @@ struct Run: AsyncParsableCommand {
             Input: JSON lines on stdin (request lines as e2ee-send prints them, or bare APNs bodies), or --spool FILE \
             (the gateway's spool, followed as it grows; resumed after a restart). Decisions go to stdout or --output \
             FILE (crash-safe: a restart writes what a kill lost, never twice). SIGTERM finishes the batch in flight \
-            and exits 0.
+            and exits 0. A changed identity file (e2ee-send rotate) is read again before the next batch is decided: \
+            pushes sealed to the new key open without a restart.
+            \(E2EEFilter.exitCodes)
             """
     )
     @OptionGroup var account: AccountFlags
@@ -299,7 +316,13 @@ struct Run: AsyncParsableCommand {
 
 struct Once: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Decide one payload (stdin or --payload FILE) and exit, as an extension launched per push would."
+        abstract: "Decide one payload (stdin or --payload FILE) and exit, as an extension launched per push would.",
+        discussion: """
+            Prints the payload's one decision line (and first those of payloads a locked run kept). It shares the \
+            state file (--state) with run: replays, calls and the live-call limit are decided from it, so once and \
+            run decide alike.
+            \(E2EEFilter.exitCodes)
+            """
     )
     @OptionGroup var account: AccountFlags
     @Option(name: .long, help: "A file holding the payload (a request line or an APNs body); default stdin.")
@@ -354,7 +377,9 @@ extension CallActionCommand {
         \(what) Recorded in the state file (--state) in one transaction; a running `e2ee-filter run` on the same \
         state applies it within a tick (call event `answered` / `declined`), else the next run does at start. \
         Prints on stdout the `e2ee-send batch` lines this device must send, so a script does \
-        `e2ee-filter \(Self.action) … | e2ee-send batch --identity <this device> --deliver …`. \
+        `e2ee-filter \(Self.action) … | e2ee-send batch --identity <this device> --relay …` (the cancel to this \
+        user goes to every device of it, this one included, which silences it as own-echo; e2ee-send finds this \
+        user's delivery token next to the identity, where relay tokens writes it). \
         Exit codes: 0 done; 64 usage (a bad call id, several accounts and no --account); 65 no call with this id \
         rang on this device; 66 a key, contacts or card file is missing or does not fit; 69 the call is not ringing \
         (already answered, declined, ended or missed; the message says which); 70 the state file cannot be used.

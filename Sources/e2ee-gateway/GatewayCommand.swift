@@ -16,13 +16,16 @@ struct GatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "e2ee-gateway",
         abstract: "A local APNs-compatible HTTP/2 + TLS gateway (tests and demos).",
-        discussion: """
-            Exit codes: 0 ok or graceful shutdown, 1 cannot start (TLS, bind, spool, configuration), \
-            64 bad arguments, 73 cannot write an output file.
-            """,
+        discussion: "\(GatewayCommand.exitCodes)",
         version: ToolVersion.current,
         subcommands: [ServeCommand.self, ProviderKeyCommand.self]
     )
+
+    /// The exit codes of every subcommand, for `--help` (docs/GATEWAY.md lists the same).
+    static let exitCodes = """
+        Exit codes: 0 ok or graceful shutdown, 1 cannot start (TLS, bind, spool, sink), 64 bad arguments or \
+        configuration, 73 cannot write an output file (the port file, or a key file that already exists).
+        """
 
     static func main() async {
         // A closed stdout (the delivery lines' reader went away) is an EPIPE write error, answered 500 per push

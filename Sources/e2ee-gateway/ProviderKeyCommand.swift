@@ -7,7 +7,10 @@ struct ProviderKeyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "provider-key",
         abstract: "Make AuthKey_<KEYID>.p8 (0600) and AuthKey_<KEYID>.pub.pem for a demo provider key.",
-        discussion: "Prints one JSON line with the paths on stdout. Real deployments use the .p8 Apple issues."
+        discussion: """
+            Prints one JSON line with the paths on stdout. Real deployments use the .p8 Apple issues.
+            \(GatewayCommand.exitCodes)
+            """
     )
 
     @Option(name: .customLong("team-id"), help: "The team id (JWT iss), e.g. TEAM123456.")

@@ -12,6 +12,7 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
             Writes ca.pem (what clients trust) and server.pem into --tls-dir, then the bound port into \
             --port-file, and prints one "listening" line on stderr. Logs go to stderr.
+            \(GatewayCommand.exitCodes)
             """
     )
 

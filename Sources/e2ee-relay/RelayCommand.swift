@@ -22,12 +22,15 @@ struct RelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "e2ee-relay",
         abstract: "The push relay: stores signed device lists, queues envelopes, delivers them to APNs.",
-        discussion:
-            "Exit codes: 0 ok or graceful shutdown, 1 cannot start (TLS, APNs key, bind), 64 bad arguments, "
-            + "69 the database cannot be opened or reached.",
+        discussion: RelayCommand.exitCodes,
         version: ToolVersion.current,
         subcommands: [ServeCommand.self]
     )
+
+    /// The exit codes of `serve`, for `--help` (docs/RELAY.md lists the same).
+    static let exitCodes =
+        "Exit codes: 0 ok or graceful shutdown, 1 cannot start (TLS, APNs key, bind), 64 bad arguments, "
+        + "69 the database cannot be opened or reached."
 
     static func main() async {
         signal(SIGPIPE, SIG_IGN)
@@ -54,7 +57,8 @@ extension Logger.Level: @retroactive ExpressibleByArgument {}
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Serve the relay API over HTTPS and deliver queued pushes to APNs until SIGTERM."
+        abstract: "Serve the relay API over HTTPS and deliver queued pushes to APNs until SIGTERM.",
+        discussion: RelayCommand.exitCodes
     )
 
     @Option(help: "The store: a SQLite file (created if missing) or a postgres:// URL.")

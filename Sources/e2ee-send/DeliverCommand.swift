@@ -16,6 +16,7 @@ struct Deliver: AsyncParsableCommand {
             on the wire. A line that is not a request gets an error result line (bad-request) and the run goes \
             on. Exit status: 0 when every line was delivered, 74 when stdout could not be written, else the exit \
             code of the first failed line.
+            \(E2EESend.exitCodes)
             """
     )
     @OptionGroup var delivery: DeliveryOptions

@@ -11,6 +11,7 @@ struct Device: AsyncParsableCommand {
             A new device runs `device request`; the device holding the user key (made by keygen) runs \
             `device add --request FILE` and publishes the list it writes. `device remove` takes a lost device out: \
             from the next send on, it gets nothing.
+            \(E2EESend.exitCodes)
             """,
         subcommands: [DeviceRequestCommand.self, DeviceAdd.self, DeviceRemove.self, DeviceListCommand.self]
     )
@@ -24,6 +25,7 @@ struct DeviceRequestCommand: AsyncParsableCommand {
             Writes <out-dir>/<user id>.identity (secret, 0600) and <out-dir>/<user id>.<device id>.request.json \
             (public), and prints the request path. Carry the request to the managing device and run \
             `e2ee-send device add --request FILE` there.
+            \(E2EESend.exitCodes)
             """
     )
     @Option(name: .long, help: "The user id of the user this device belongs to.") var userID: String
@@ -89,7 +91,8 @@ struct ManagedListOptions: ParsableArguments {
 struct DeviceAdd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "add",
-        abstract: "Sign a device in (or take an existing device's new keys), on the device holding the user key."
+        abstract: "Sign a device in (or take an existing device's new keys), on the device holding the user key.",
+        discussion: "\(E2EESend.exitCodes)"
     )
     @OptionGroup var managed: ManagedListOptions
     @Option(name: .long, help: "The device request file (from device request, or rotate on that device).")
@@ -123,7 +126,8 @@ struct DeviceAdd: AsyncParsableCommand {
 struct DeviceRemove: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "remove",
-        abstract: "Sign a device out (a lost phone): from the next send on, it gets nothing."
+        abstract: "Sign a device out (a lost phone): from the next send on, it gets nothing.",
+        discussion: "\(E2EESend.exitCodes)"
     )
     @OptionGroup var managed: ManagedListOptions
     @Option(name: .long, help: "The device to remove.") var deviceID: String
@@ -145,6 +149,7 @@ struct DeviceListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list",
         abstract: "Show a device list: user, fingerprint, version, and each device.",
+        discussion: "\(E2EESend.exitCodes)",
         aliases: ["ls"]
     )
     @Option(name: .long, help: "The device list (a card file).") var card: String
@@ -192,6 +197,7 @@ struct ContactAccept: AsyncParsableCommand {
         discussion: """
             Use it after a send was refused with signing-key-changed (exit 76), once you compared the new \
             fingerprint with the contact in person or on a call you trust. Prints the old and new fingerprints.
+            \(E2EESend.exitCodes)
             """
     )
     @OptionGroup var options: ContactPinsOptions
@@ -220,7 +226,8 @@ struct ContactAccept: AsyncParsableCommand {
 struct ContactShow: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
-        abstract: "Print a contact's fingerprint and whether it matches your pin (nothing is changed)."
+        abstract: "Print a contact's fingerprint and whether it matches your pin (nothing is changed).",
+        discussion: "\(E2EESend.exitCodes)"
     )
     @OptionGroup var options: ContactPinsOptions
 

@@ -38,19 +38,12 @@ struct E2EESend: AsyncParsableCommand {
             Secrets come only from files: --identity (or $E2EE_IDENTITY_FILE naming the file), \
             --passphrase-file, --apns-key-file (or $APNS_KEY_PATH). Machine output is one JSON line per push on \
             stdout; messages go to stderr. A message to a user is sealed once per device of the user's signed \
-            device list (one line per device, naming "device"); your own device is skipped. The list's user key \
+            device list (one line per device, naming "device"); a message to your own user goes to every device of \
+            it, this one included (it silences its own echo), so it looks like anyone's. The list's user key \
             is pinned on first use (--pins, $E2EE_PINS_FILE, else pins.json next to the identity) and the \
             fingerprint printed to compare. The APNs topic is each device's push.topic unless --topic (or \
             $E2EE_TOPIC) overrides it.
-            Exit codes: 0 ok, 64 usage, 65 bad data (unknown recipient, bad card, too large, bad batch line, no \
-            device reachable through the relay), 66 missing key or delivery token file, 69 APNs refused \
-            (or relay-refused: the relay refused the submit, nothing queued), 70 internal error, 73 cannot create \
-            a file, 74 cannot write stdout (a closed pipe: pushes asked for are still delivered), 75 delivery \
-            failed for now (or relay-unavailable: send again later), 76 the recipient's \
-            device list was refused (signing-key-changed: compare fingerprints, then `contact accept`; \
-            list-rollback, list-version-reused, device-not-signed-in, bad-list-signature: do not send, get a fresh \
-            card), 77 insecure or locked key file, or delivery-token-refused (ask the recipient for a current \
-            delivery token).
+            \(E2EESend.exitCodes)
             """,
         version: ToolVersion.current,
         subcommands: [
@@ -58,6 +51,20 @@ struct E2EESend: AsyncParsableCommand {
             Receipt.self, Batch.self, Deliver.self, RelayCommands.self,
         ]
     )
+
+    /// The exit codes of every command (`--help` of each lists them; mapped in one place, ``runCLI(_:)``).
+    static let exitCodes = """
+        Exit codes: 0 ok (a message to your own user with nothing to send to is ok too, with a note), 64 usage, 65 \
+        bad data (unknown recipient, a device list that is not well formed: malformed-list, too large, bad batch \
+        line, no device reachable through the relay), 66 missing key or delivery token file, 69 APNs refused (or \
+        relay-refused: the relay refused the request; nothing was queued or stored), 70 internal error, 73 cannot \
+        create a file, 74 cannot write stdout (a closed pipe: pushes asked for are still delivered), 75 delivery \
+        failed for now (or relay-unavailable: send again later), 76 the recipient's device list was refused \
+        (signing-key-changed: compare fingerprints, then `contact accept`; list-rollback: `contact fetch` the \
+        current list; list-version-reused, device-not-signed-in, bad-list-signature, user-id-mismatch: do not \
+        send, get a fresh card), 77 insecure or locked key file, or delivery-token-refused (ask the recipient for \
+        a current delivery token).
+        """
 
     static func main() async {
         // A reader that goes away (`| head -1`) must be an EPIPE write error with its exit code, not a signal.

@@ -10,6 +10,7 @@ struct Keygen: AsyncParsableCommand {
             Writes <out-dir>/<user id>.identity and <out-dir>/<user id>.card.json (the signed device list, version \
             1, with this device only). This device holds the user key: it signs other devices in (device add) and \
             out (device remove). For a second device of the same user, run `e2ee-send device request` on it.
+            \(E2EESend.exitCodes)
             """
     )
 
@@ -111,6 +112,7 @@ struct Card: AsyncParsableCommand {
             printed as it is. With --device-token, this device's push address is set and the list is written back \
             to --card (or --card-out): the push address is not signed, so the version and signature stay, and any \
             device can do it. Publish the printed list where your contacts fetch it.
+            \(E2EESend.exitCodes)
             """
     )
     @OptionGroup var identity: IdentityOptions
@@ -162,6 +164,7 @@ struct Rotate: AsyncParsableCommand {
             <user id>.<device id>.request.json next to the identity) and prints it; sign it in on the managing \
             device with `e2ee-send device add --request FILE`. --grace-hours 0 revokes the old key at once (after a \
             key compromise).
+            \(E2EESend.exitCodes)
             """
     )
     @OptionGroup var identity: IdentityOptions

@@ -205,13 +205,29 @@ enum APNsServer: String, CaseIterable, ExpressibleByArgument {
     case production
 }
 
-extension CallCancelReason: ExpressibleByArgument {
-    init?(argument: String) {
-        guard let reason = Self.allCases.first(where: { $0.description == argument }) else { return nil }
-        self = reason
+/// `--reason` of `e2ee-send cancel`: a call cancel's reason by its name (docs/PROTOCOL.md §7.1), each with what it
+/// means in `--help`. (`CallCancelReason` is a `UInt8` on the wire: as an argument of its own, its help showed the
+/// number as the default and no description.)
+enum CancelReasonArgument: String, CaseIterable, ExpressibleByArgument {
+    case remoteEnded
+    case answeredElsewhere
+    case declinedElsewhere
+
+    var reason: CallCancelReason {
+        switch self {
+        case .remoteEnded: .remoteEnded
+        case .answeredElsewhere: .answeredElsewhere
+        case .declinedElsewhere: .declinedElsewhere
+        }
     }
-    static var allValueStrings: [String] { Self.allCases.map(\.description) }
-    var defaultValueDescription: String { self.description }
+
+    static var allValueDescriptions: [String: String] {
+        [
+            "remoteEnded": "the caller hung up (a ringing call becomes a missed call)",
+            "answeredElsewhere": "another device of the callee's own user answered (sent to one's own user)",
+            "declinedElsewhere": "the callee declined (sent to one's own user and to the caller)",
+        ]
+    }
 }
 
 extension UUID: @retroactive ExpressibleByArgument {

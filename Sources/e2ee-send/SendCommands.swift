@@ -154,7 +154,8 @@ func parseMessageID(_ value: String) throws -> MessageID {
 
 struct Call: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Send a call invite (each of the recipient's devices rings)."
+        abstract: "Send a call invite (each of the recipient's devices rings).",
+        discussion: "\(E2EESend.exitCodes)"
     )
     @OptionGroup var options: SendOptions
     @Option(name: .long, help: "The call id (UUID); default: a new one.") var callID: UUID?
@@ -201,18 +202,24 @@ struct Call: AsyncParsableCommand {
 }
 
 struct Cancel: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Cancel a call (the recipient's devices stop ringing).")
+    static let configuration = CommandConfiguration(
+        abstract: "Cancel a call (the recipient's devices stop ringing).",
+        discussion: "\(E2EESend.exitCodes)"
+    )
     @OptionGroup var options: SendOptions
     @Option(name: .long, help: "The call id (UUID) of the invite.") var callID: UUID
-    @Option(name: .long, help: "Why the call ends.") var reason: CallCancelReason = .remoteEnded
+    @Option(name: .long, help: "Why the call ends.") var reason: CancelReasonArgument = .remoteEnded
 
     func run() async throws {
-        try await self.options.send { _ in .callCancel(CallCancel(callID: self.callID, reason: self.reason)) }
+        try await self.options.send { _ in .callCancel(CallCancel(callID: self.callID, reason: self.reason.reason)) }
     }
 }
 
 struct Text: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Send a text message.")
+    static let configuration = CommandConfiguration(
+        abstract: "Send a text message.",
+        discussion: "\(E2EESend.exitCodes)"
+    )
     @OptionGroup var options: SendOptions
     @Option(name: .long, help: "The conversation id.") var thread: String = ""
     @Option(name: .long, help: "The title.") var title: String = ""
@@ -229,7 +236,10 @@ struct Text: AsyncParsableCommand {
 }
 
 struct Receipt: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Send a receipt for earlier messages (never shown).")
+    static let configuration = CommandConfiguration(
+        abstract: "Send a receipt for earlier messages (never shown).",
+        discussion: "\(E2EESend.exitCodes)"
+    )
     @OptionGroup var options: SendOptions
     @Option(
         name: .customLong("for"),
