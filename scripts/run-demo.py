@@ -17,7 +17,8 @@ Runs the release binaries from --bin (e2ee-send, e2ee-relay, e2ee-gateway, e2ee-
   5. a scripted mix of pushes sent by e2ee-send --relay (the senders hold no APNs key; each request is submitted,
      then the demo waits for the relay to deliver it, so every device sees the scripted order): every message to
      bob fans out to both of his devices; the phone answers one call (e2ee-filter answer | e2ee-send batch) and the tablet stops; the tablet
-     declines another and the phone stops while alice's phone learns it was declined; bob removes the tablet and
+     declines another and the phone stops while alice's phone learns it was declined (a device's cancel to its own user
+     goes to every device of it, the sender's included, which silences its echo: own-echo); bob removes the tablet and
      the next text reaches the phone only; a copy of bob's list with an injected device is refused by the sender;
      the replayed and tampered copies are injected straight into the gateway (an attacker on the APNs path);
   6. waits for one decision per push on the device it was addressed to, then SIGTERM to every filter (each must
@@ -422,7 +423,10 @@ class Demo:
         self.wait_for("bob/tablet", 1, "C1 ringing on bob's tablet")
         # bob answers on the phone: the phone's filter records it and prints the cancel for bob's other devices.
         lines = self.user_action("bob/phone", "answer", c1)
-        self.send_batch([("phone answered C1", json.loads(line), {"bob/tablet": ("silence", "answered-elsewhere")})
+        # The cancel goes to every device of bob, the phone included (the relay cannot tell which one answered):
+        # the phone silences its own echo.
+        self.send_batch([("phone answered C1", json.loads(line), {"bob/phone": ("silence", "own-echo"),
+                                                                 "bob/tablet": ("silence", "answered-elsewhere")})
                          for line in lines.splitlines() if line.strip()], sender="bob/phone")
         self.mark("C1 answered on the phone")
 
@@ -445,7 +449,8 @@ class Demo:
         lines = self.user_action("bob/tablet", "decline", c3)
         requests = [json.loads(line) for line in lines.splitlines() if line.strip()]
         self.send_batch(
-            [("tablet declined C3", r, {"bob/phone": ("silence", "declined-elsewhere")} if r["to"] == "bob"
+            [("tablet declined C3", r, {"bob/phone": ("silence", "declined-elsewhere"),
+                                         "bob/tablet": ("silence", "own-echo")} if r["to"] == "bob"
               else {"alice/phone": ("silence", "declined-by-callee")}) for r in requests],
             sender="bob/tablet",
         )

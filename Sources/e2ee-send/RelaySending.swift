@@ -147,15 +147,22 @@ struct RelaySender {
             if !fetched.isEmpty { self.states[to] = fetched }
             states = self.states[to] ?? [:]
         }
+        // Every device of the list, this one included when the list is its own user's (it silences its own
+        // echo): a submit to a user covers the same devices whoever sends it (docs/PROTOCOL.md §11.7).
         let targets = self.builder.targets(of: list)
-        guard !targets.isEmpty else {
-            throw SenderError(
-                .unknownRecipient,
-                "\(list.userID)'s device list has no device but this one (\(self.builder.identity.deviceID)): "
-                    + "nothing to send"
-            )
-        }
         let deliverable = targets.filter { states == nil || states?[$0.deviceID] == .active }
+        if deliverable.isEmpty, list.userID == self.builder.identity.userID {
+            // Nothing to send: this user's devices cannot be reached through the relay (a single device that never
+            // registered its address). Not a failure: there is nobody else to tell.
+            return targets.map { device in
+                SendResultLine(
+                    line: line,
+                    skipped: (states?[device.deviceID] ?? RelayAPI.PushState.none).rawValue,
+                    messageID: messageID,
+                    device: device.deviceID
+                )
+            }
+        }
         guard !deliverable.isEmpty else {
             throw SenderError(
                 .unknownRecipient,

@@ -26,11 +26,12 @@ struct SendOptions: ParsableArguments {
             let id = try self.identity.load()
             var trust = try self.pins.trust(identityPath: self.identity.identityPath, contacts: self.recipient.contacts)
             let list = try trust.list(for: self.recipient.to)
+            let messageID = self.recipient.messageID ?? .random()
             let pushes = try PushBuilder(identity: id, topic: self.push.override).fanOut(
                 try makeContent(id),
                 to: list,
                 deviceToken: self.recipient.deviceToken,
-                messageID: self.recipient.messageID ?? .random(),
+                messageID: messageID,
                 sentAtMs: self.recipient.sentAtMs
             )
             var lines: [SendResultLine?] = []
@@ -41,6 +42,14 @@ struct SendOptions: ParsableArguments {
             for (index, push) in pushes.enumerated() {
                 let text: String
                 let failure: SenderError?
+                if let skipped = push.skipped {
+                    note("e2ee-send: skipped device \(push.deviceID) (this device): \(skipped), nothing to echo to")
+                    try printLine(
+                        SendResultLine(line: 1, skipped: skipped, messageID: messageID, device: push.deviceID)
+                            .jsonLine()
+                    )
+                    continue
+                }
                 switch (push.outcome, lines.isEmpty ? nil : lines[index]) {
                 case (.failure(let error), _):
                     text = SendResultLine(line: 1, error: error, device: push.deviceID).jsonLine()

@@ -59,8 +59,9 @@ extension FilterEngine {
     ///   - action: answer or decline.
     ///   - callID: the call.
     ///   - account: the account's name; may be left out when the filter serves one account.
-    /// - Returns: the cancels to send: on answer `answeredElsewhere` to the account's own user (the sender skips
-    ///   its own device), on decline `declinedElsewhere` to the own user and to the inviter.
+    /// - Returns: the cancels to send: on answer `answeredElsewhere` to the account's own user (every device of
+    ///   it, this one included, which silences its echo: `own-echo`), on decline `declinedElsewhere` to the own user
+    ///   and to the inviter.
     /// - Throws: ``CallActionError`` `unknownAccount`, `unknownCallUUID` (no such call here), `invalidAction` (the
     ///   call is not ringing: already answered, declined, ended or missed); ``FilterStateError`` for the state.
     public func perform(

@@ -20,6 +20,11 @@ extension FilterEngine {
         var ownUserID: String
         var ownSigningKeyID: KeyID?
 
+        /// The message comes from this very device (its own message to its own user, come back).
+        var isOwnEcho: Bool {
+            self.message.senderUserID == self.ownUserID && self.ownSigningKeyID == self.message.senderSigningKeyID
+        }
+
         /// The message comes from ANOTHER device of the receiving account's own user.
         var fromOwnOtherDevice: Bool {
             self.message.senderUserID == self.ownUserID
@@ -142,6 +147,9 @@ extension FilterEngine {
         let message = opened.message
         let sentAt = basis.sentAt
 
+        // This device's own message to its own user: silenced before every other rule (no alert, no ring, no
+        // fallback for its clock, never a cancel of anything).
+        if opened.isOwnEcho { return basis.finish(.silence, FilterReason.ownEcho) }
         // Clock: a send time too far ahead is refused; one older than the replay window cannot be replay-checked.
         if sentAt > nowMs + self.policy.clockSkewMs { return basis.finish(.fallback, FilterReason.clock) }
         if sentAt < nowMs - self.policy.replayRetentionMs { return basis.finish(.fallback, FilterReason.stale) }

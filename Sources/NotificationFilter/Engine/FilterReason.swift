@@ -70,6 +70,11 @@ public struct FilterReason: RawRepresentable, Hashable, Sendable, Codable, Custo
     /// `silence`: a `declinedElsewhere` cancel from another user for a call this device does not know as
     /// incoming: the callee declined a call this user placed (a `remote-declined` call event).
     public static let declinedByCallee = Self("declined-by-callee")
+    /// `silence`: this device's own message to its own user, come back. A message to one's own user goes to every
+    /// device of the list, the sending one included (docs/PROTOCOL.md §11.7: a submit that skipped it would name
+    /// the sender), and the sending device silences its copy before any other rule: it never rings, alerts, or
+    /// counts as a cancel.
+    public static let ownEcho = Self("own-echo")
     public static let receipt = Self("receipt")
     public static let unknownKind = Self("unknown-kind")
     public static let replay = Self("replay")

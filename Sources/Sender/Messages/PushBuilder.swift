@@ -17,6 +17,16 @@ public struct BuiltPush: Sendable {
 public struct DevicePush: Sendable {
     public let deviceID: String
     public let outcome: Result<BuiltPush, SenderError>
+    /// Set when this device gets no push and that is no failure: `no-push-address` for the sender's own device
+    /// without a push address (its copy of a message to its own user is only its echo, which it silences; with no
+    /// address there is nowhere to send it). `outcome` then says so as an error, for a reader that asks.
+    public let skipped: String?
+
+    public init(deviceID: String, outcome: Result<BuiltPush, SenderError>, skipped: String? = nil) {
+        self.deviceID = deviceID
+        self.outcome = outcome
+        self.skipped = skipped
+    }
 }
 
 /// Builds APNs requests that look the same for every kind of message.
@@ -81,12 +91,17 @@ public struct PushBuilder: Sendable {
         return lower
     }
 
-    /// The devices a message to `list` goes to (docs/PROTOCOL.md §11.7): every device of the list, except the
-    /// sender's own device when the list is the sender's own user's.
+    /// The devices a message to `list` goes to (docs/PROTOCOL.md §11.7): every device of the list, the sender's own
+    /// included when the list is the sender's own user's. A message to one's own user that skipped the sending
+    /// device would name it to whoever sees the pushes (the one device of the user that got nothing); the sending
+    /// device silences its own echo (filter reason `own-echo`).
     public func targets(of list: DeviceList) -> [DeviceList.Device] {
-        list.devices.filter {
-            list.userID != self.identity.userID || $0.signingKey != self.identity.signingKey.publicKey
-        }
+        list.devices
+    }
+
+    /// Whether `device` of `list` is the sending device itself.
+    public func isOwnDevice(_ device: DeviceList.Device, of list: DeviceList) -> Bool {
+        list.userID == self.identity.userID && device.signingKey == self.identity.signingKey.publicKey
     }
 
     /// Seals `content` once per device of `list` (docs/PROTOCOL.md §11.7): each to that device's current key and
@@ -96,14 +111,14 @@ public struct PushBuilder: Sendable {
     ///   - content: what to send.
     ///   - list: the recipient's accepted device list (``ContactTrust``).
     ///   - deviceToken: a device token overriding the device's `push.device_token`; only for a user with one
-    ///     device (after skipping the sender's own).
+    ///     device.
     ///   - messageID: the message id every device's push carries.
     ///   - sentAtMs: the signed send time; `nil` signs the builder's clock (``nowMs``), once for every device.
     ///   - topic: the `apns-topic`; default: the builder's ``topic``, then each device's `push.topic`.
     /// - Returns: one outcome per device, in the list's order: a push, or why that device gets none
-    ///   (`.unknownRecipient` for a device without a push address, `.tooLarge`, ...).
-    /// - Throws: `.unknownRecipient` when the list has no device to send to (only the sender's own), `.usage` for
-    ///   a device token with several devices, `.badDeviceToken` for a malformed override.
+    ///   (`.unknownRecipient` for a device without a push address, `.tooLarge`, ...; the sender's own device
+    ///   without a push address is ``DevicePush/skipped``, not a failure).
+    /// - Throws: `.usage` for a device token with several devices, `.badDeviceToken` for a malformed override.
     public func fanOut(
         _ content: MessageContent,
         to list: DeviceList,
@@ -113,12 +128,6 @@ public struct PushBuilder: Sendable {
         topic: String? = nil
     ) throws(SenderError) -> [DevicePush] {
         let devices = self.targets(of: list)
-        guard !devices.isEmpty else {
-            throw SenderError(
-                .unknownRecipient,
-                "\(list.userID)'s device list has no device but this one (\(self.identity.deviceID)): nothing to send"
-            )
-        }
         if let deviceToken {
             guard devices.count == 1 else {
                 throw SenderError(
@@ -132,6 +141,18 @@ public struct PushBuilder: Sendable {
         }
         let sentAt = sentAtMs ?? self.nowMs()
         return devices.map { device in
+            if deviceToken == nil, device.push == nil, self.isOwnDevice(device, of: list) {
+                return DevicePush(
+                    deviceID: device.deviceID,
+                    outcome: .failure(
+                        SenderError(
+                            .unknownRecipient,
+                            "this device (\(device.deviceID)) has no push address in the list"
+                        )
+                    ),
+                    skipped: "no-push-address"
+                )
+            }
             do throws(SenderError) {
                 let built = try self.build(
                     content,
@@ -154,8 +175,7 @@ public struct PushBuilder: Sendable {
     /// - Parameters:
     ///   - content: what to send.
     ///   - card: the recipient's device list.
-    ///   - deviceID: the device; `nil` takes the list's only device (after skipping the sender's own), and a list
-    ///     with several is a usage error (use ``fanOut(_:to:deviceToken:messageID:sentAtMs:topic:)``).
+    ///   - deviceID: the device; `nil` takes the list's only device, and a list with several is a usage error (use ``fanOut(_:to:deviceToken:messageID:sentAtMs:topic:)``).
     ///   - deviceToken: the device token; defaults to the device's `push.device_token`.
     ///   - messageID: the message id (random by default).
     ///   - sentAtMs: for tests and demos: the signed send time, in milliseconds since the epoch; a receiver judges

@@ -8,7 +8,8 @@ import Foundation
 /// copied into `apns_id`), `relay_duplicate` true when the relay had already accepted this submit; `status` and the
 /// other APNs fields stay empty. A device the relay cannot deliver to is not sealed to: its line has `ok` false and
 /// `skipped` naming why (`unregistered`: APNs said the token is gone; `none`: the device never registered), and does
-/// not change the exit status.
+/// not change the exit status. Without `--relay`, the sender's own device without a push address in its list is
+/// skipped the same way (`no-push-address`): its copy of a message to its own user is only its echo.
 public struct SendResultLine: Sendable, Codable, Hashable {
     /// 1-based input line (batch) or 1.
     public var line: Int
@@ -35,7 +36,8 @@ public struct SendResultLine: Sendable, Codable, Hashable {
     public var relayStatus: Int?
     /// `--relay`: true when the relay had already accepted this submit (nothing new queued).
     public var relayDuplicate: Bool?
-    /// `--relay`: why this device was not sent to (its push state at the relay: `unregistered`, `none`).
+    /// Why this device was not sent to, which is no failure: its push state at the relay (`unregistered`, `none`),
+    /// or `no-push-address` for the sender's own device without one.
     public var skipped: String?
 
     enum CodingKeys: String, CodingKey {

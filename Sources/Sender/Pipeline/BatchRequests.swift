@@ -71,7 +71,10 @@ public struct BatchRequests: Sendable {
                     topic: topic
                 )
                 return pushes.map { push in
-                    switch push.outcome {
+                    if let skipped = push.skipped {
+                        return .skipped(skipped, messageID: messageID, device: push.deviceID)
+                    }
+                    return switch push.outcome {
                     case .success(let built):
                         .deliver(built.request, messageID: built.messageID, device: push.deviceID)
                     case .failure(let error): .failed(error, device: push.deviceID)

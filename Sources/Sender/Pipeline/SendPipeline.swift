@@ -9,6 +9,9 @@ public enum PipelineItem: Sendable {
     case print(String)
     /// The line (or, with `device`, that device's push) could not be turned into a request.
     case failed(SenderError, device: String? = nil)
+    /// The device gets no push and that is no failure (the sender's own device without a push address): a result
+    /// line with `"skipped"`.
+    case skipped(String, messageID: MessageID, device: String)
 }
 
 /// How a pipeline run ended.
@@ -153,6 +156,11 @@ public struct SendPipeline: Sendable {
                         record(slot, SendResultLine(line: number, error: error, device: device))
                     case .print(let line):
                         ready[slot] = line
+                    case .skipped(let reason, let messageID, let device):
+                        record(
+                            slot,
+                            SendResultLine(line: number, skipped: reason, messageID: messageID, device: device)
+                        )
                     case .deliver(let request, let messageID, let device):
                         if let client, client.configuration.window == 1 {
                             // One push in flight: send in the loop itself, so pushes leave strictly in input order

@@ -152,24 +152,30 @@ struct MultiDeviceTests {
         #expect(invite.reason == .cancelledBeforeInvite)
     }
 
-    @Test("an elsewhere cancel from this device itself, a remoteEnded from the other device, or carol: nothing changes")
+    @Test(
+        "an elsewhere cancel from this device itself (own-echo), a remoteEnded from the other device, or carol: nothing changes"
+    )
     func unauthorisedCancels() async throws {
         let phone = try self.bob(self.users.bobPhone)
         let callID = UUID()
         _ = try await phone.decide(
             self.seal(MultiDeviceUsers.invite(callID), from: self.users.alicePhone, to: phone.identity)
         )
-        let attempts: [(Identity, CallCancelReason)] = [
-            (self.users.bobPhone, .answeredElsewhere), (self.users.bobPhone, .declinedElsewhere),
-            (self.users.bobTablet, .remoteEnded), (self.users.carol, .answeredElsewhere),
-            (self.users.carol, .declinedElsewhere),
+        let attempts: [(Identity, CallCancelReason, FilterReason)] = [
+            // This device's own cancels come back to it: a message to one's own user goes to every device of it,
+            // the sender's included (docs/PROTOCOL.md §11.7), and the sender silences its echo first.
+            (self.users.bobPhone, .answeredElsewhere, .ownEcho), (self.users.bobPhone, .declinedElsewhere, .ownEcho),
+            (self.users.bobPhone, .remoteEnded, .ownEcho),
+            (self.users.bobTablet, .remoteEnded, .cancelNotFromCaller),
+            (self.users.carol, .answeredElsewhere, .cancelNotFromCaller),
+            (self.users.carol, .declinedElsewhere, .cancelNotFromCaller),
         ]
-        for (sender, reason) in attempts {
+        for (sender, reason, expected) in attempts {
             let d = try await phone.decide(
                 self.seal(MultiDeviceUsers.cancel(callID, reason), from: sender, to: phone.identity)
             )
             #expect(d.decision == .silence)
-            #expect(d.reason == .cancelNotFromCaller, "\(sender.userID)/\(sender.deviceID) \(reason)")
+            #expect(d.reason == expected, "\(sender.userID)/\(sender.deviceID) \(reason)")
         }
         #expect(phone.eventKinds == ["ringing"])
         #expect(try phone.callState(callID)?.state == .ringing)
@@ -178,7 +184,7 @@ struct MultiDeviceTests {
         let own = try await phone.decide(
             self.seal(MultiDeviceUsers.cancel(other, .answeredElsewhere), from: self.users.bobPhone, to: phone.identity)
         )
-        #expect(own.reason == .cancelNotFromCaller)
+        #expect(own.reason == .ownEcho)
         let invite = try await phone.decide(
             self.seal(MultiDeviceUsers.invite(other), from: self.users.alicePhone, to: phone.identity)
         )

@@ -130,14 +130,17 @@ struct MultiDeviceProcessTests {
         // The running phone daemon applies it: `answered`.
         try await Self.waitForLines(fixture.path("phone.events"), 2, daemons)
 
-        // The sealed answeredElsewhere reaches the tablet only (the sender skips its own device).
+        // The sealed answeredElsewhere reaches every device of bob, the phone included (docs/PROTOCOL.md §11.7):
+        // the tablet stops, the phone silences its own echo.
         try spool(
             FilterFixture.cancel(callID, .answeredElsewhere),
             from: phone,
             to: tablet,
             token: Self.tabletToken
         )
+        try spool(FilterFixture.cancel(callID, .answeredElsewhere), from: phone, to: phone, token: Self.phoneToken)
         try await Self.waitForLines(fixture.path("tablet.decisions"), 2, daemons)
+        try await Self.waitForLines(fixture.path("phone.decisions"), 2, daemons)
         try await Self.waitForLines(fixture.path("tablet.events"), 2, daemons)
         // A second answer on the phone is refused: no longer ringing.
         let again = try await FilterProcess.run(
@@ -167,8 +170,8 @@ struct MultiDeviceProcessTests {
         let phoneDecisions = JSONLines.read(fixture.path("phone.decisions")).lines.compactMap(JSONLines.object)
         let tabletDecisions = JSONLines.read(fixture.path("tablet.decisions")).lines.compactMap(JSONLines.object)
         // Each device decided only its own pushes.
-        #expect(phoneDecisions.map { ($0["seq"] as? NSNumber)?.intValue } == [1])
-        #expect(phoneDecisions.map { $0["reason"] as? String } == ["fresh-invite"])
+        #expect(phoneDecisions.map { ($0["seq"] as? NSNumber)?.intValue } == [1, 4])
+        #expect(phoneDecisions.map { $0["reason"] as? String } == ["fresh-invite", "own-echo"])
         #expect(tabletDecisions.map { ($0["seq"] as? NSNumber)?.intValue } == [2, 3])
         #expect(tabletDecisions.map { $0["reason"] as? String } == ["fresh-invite", "answered-elsewhere"])
         #expect(tabletDecisions.map { $0["decision"] as? String } == ["ring", "silence"])

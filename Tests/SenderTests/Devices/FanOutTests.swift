@@ -40,16 +40,31 @@ struct FanOutTests {
         #expect(try pushes[0].outcome.get().request.deviceToken == Devices.phoneToken)
     }
 
-    @Test("sending to one's own user skips one's own device; with no other device it is unknown-recipient")
-    func ownDeviceSkipped() throws {
+    /// docs/PROTOCOL.md §11.7 (changed by issue 21): a message to one's own user goes to every device of the list,
+    /// the sending one included, so the pushes do not tell which device sent it; the sender silences its echo.
+    @Test(
+        "sending to one's own user seals to every device, this one included; this one without a push address is skipped"
+    )
+    func ownDeviceIncluded() throws {
         let d = try Devices()
         let fromTablet = try PushBuilder(identity: d.tablet).fanOut(Self.text, to: d.v2)
-        #expect(fromTablet.map(\.deviceID) == ["phone"])
-        let fromPhone = try PushBuilder(identity: d.phone).fanOut(Self.text, to: d.v2)
-        #expect(fromPhone.map(\.deviceID) == ["tablet"])
-        #expect(throws: SenderError(.unknownRecipient, "")) {
-            try PushBuilder(identity: d.phone).fanOut(Self.text, to: d.v1)
-        }
+        #expect(fromTablet.map(\.deviceID) == ["phone", "tablet"])
+        #expect(fromTablet.allSatisfy { $0.skipped == nil })
+        let echo = try fromTablet[1].outcome.get()
+        #expect(echo.request.deviceToken == Devices.tabletToken)
+        #expect(try Devices.open(echo.request, with: d.tablet, senders: [d.v2]).message.senderUserID == "bob")
+        let fromPhone = try PushBuilder(identity: d.phone).fanOut(Self.text, to: d.v1)
+        #expect(fromPhone.map(\.deviceID) == ["phone"])
+        #expect(try fromPhone[0].outcome.get().request.deviceToken == Devices.phoneToken)
+        // The phone's own entry without a push address: skipped (no failure), the tablet still sealed to.
+        let phoneWithout = try d.v2.settingPush(nil, deviceID: "phone")
+        let skipped = try PushBuilder(identity: d.phone).fanOut(Self.text, to: phoneWithout)
+        #expect(skipped.map(\.skipped) == ["no-push-address", nil])
+        #expect(try skipped[1].outcome.get().request.deviceToken == Devices.tabletToken)
+        // Another user's device without one is still a failure of that device (a contact's card lacks it).
+        let fromAlice = try PushBuilder(identity: d.alice).fanOut(Self.text, to: phoneWithout)
+        #expect(fromAlice.map(\.skipped) == [nil, nil])
+        #expect(throws: SenderError(.unknownRecipient, "")) { try fromAlice[0].outcome.get() }
     }
 
     @Test("a device token with several devices is a usage error naming the rule; with one device it overrides")
