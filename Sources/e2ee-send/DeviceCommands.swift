@@ -165,9 +165,81 @@ struct DeviceListCommand: AsyncParsableCommand {
 /// `e2ee-send contact …`: the sender's trust in a contact's user key (docs/PROTOCOL.md §11.5).
 struct Contact: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show a contact's fingerprint and pin, or accept a changed user key.",
-        subcommands: [ContactAccept.self, ContactShow.self]
+        abstract: "Fetch a contact's current card from the relay, show its fingerprint and pin, accept a new key.",
+        discussion: "\(E2EESend.exitCodes)",
+        subcommands: [ContactFetch.self, ContactAccept.self, ContactShow.self]
     )
+}
+
+/// `e2ee-send contact fetch`: a user's current list from the relay into the contacts folder, checked as a send
+/// checks it (docs/PROTOCOL.md §11.4, §11.5).
+struct ContactFetch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fetch",
+        abstract: "Fetch a user's current device list from the relay into the contacts folder (<user id>.card.json).",
+        discussion: """
+            The list is verified and checked against your pins exactly as a send checks it (first use pins its \
+            user key and prints the fingerprint; another key, an older version or a reused one is refused and \
+            nothing is written), then written to <contacts>/<user id>.card.json unless the card there is as new. \
+            Sends through the relay keep that card in step too, so a later offline or --deliver send uses the list \
+            the pins moved to. Prints {"card":"<path>","list_version":N,"user":"<user id>","written":true|false}.
+            Exit codes: 0 fetched; 64 usage; 65 the relay has no list of that user, or the list is not well formed \
+            (malformed-list); 66 no identity file; 69 the relay refused; 73 the card or pins file cannot be \
+            written; 75 the relay cannot be reached (run again); 76 the list was refused (signing-key-changed, \
+            list-rollback, list-version-reused, device-not-signed-in, bad-list-signature, user-id-mismatch).
+            """
+    )
+    @Option(name: .long, help: "The user whose list to fetch.") var to: String
+    @Option(name: .long, help: "The contacts folder the card is written to, as <user id>.card.json.") var contacts:
+        String
+    @OptionGroup var pins: PinsOptions
+    @Option(name: .long, help: "Your identity file; the default pins file is pins.json next to it.") var identity:
+        String?
+    @OptionGroup var relay: RelayServerOptions
+
+    func run() async throws {
+        try await runCLI {
+            let identityPath = self.identity ?? ProcessInfo.processInfo.environment["E2EE_IDENTITY_FILE"]
+            var trust = try self.pins.trust(identityPath: identityPath, contacts: self.contacts)
+            let path = self.contacts + "/" + self.to + ".card.json"
+            let before = try? DeviceList.load(path: path)
+            let client = try self.relay.makeClient()
+            let list: DeviceList
+            do throws(SenderError) {
+                list = try await trust.list(for: self.to) { () async throws(SenderError) -> DeviceList in
+                    try await RelaySender.fetch(client, userID: self.to).list
+                }
+            } catch {
+                await client.shutdown()
+                throw error
+            }
+            await client.shutdown()
+            let written = before.map { $0.listVersion < list.listVersion || $0.userID != list.userID } ?? true
+            try printLine(
+                FetchedCard(card: path, listVersion: list.listVersion, user: list.userID, written: written).line
+            )
+        }
+    }
+
+    /// The line `contact fetch` prints.
+    struct FetchedCard: Encodable {
+        var card: String
+        var listVersion: UInt64
+        var user: String
+        var written: Bool
+
+        enum CodingKeys: String, CodingKey {
+            case card, user, written
+            case listVersion = "list_version"
+        }
+
+        var line: String {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            // Strings, an integer and a boolean: encoding cannot fail.
+            return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        }
+    }
 }
 
 /// The pins file of `contact …`: `--pins`, `$E2EE_PINS_FILE`, or next to `--identity`.

@@ -68,8 +68,14 @@ extension IdentityOptions {
 
     /// `<user id>.card.json` next to the identity file, as keygen writes it.
     func siblingCard(userID: String) throws(SenderError) -> String {
+        try self.siblingFile(userID: userID, suffix: ".card.json")
+    }
+
+    /// `<user id><suffix>` next to the identity file (the card keygen writes, the delivery token `relay tokens`
+    /// writes by default).
+    func siblingFile(userID: String, suffix: String) throws(SenderError) -> String {
         let folder = (try self.requiredPath() as NSString).deletingLastPathComponent
-        return (folder.isEmpty ? "." : folder) + "/" + userID + ".card.json"
+        return (folder.isEmpty ? "." : folder) + "/" + userID + suffix
     }
 }
 
@@ -83,13 +89,21 @@ extension CardTopicOption {
 
 /// Reads one's own current list (`--card`), verified.
 func loadOwnList(_ path: String, flag: String = "--card") throws(SenderError) -> DeviceList {
+    guard FileManager.default.fileExists(atPath: path) else {
+        throw SenderError(.unknownRecipient, "no device list at \(path): pass \(flag) with your current card")
+    }
+    guard FileManager.default.isReadableFile(atPath: path) else {
+        throw SenderError(.unreadableCard, "cannot read \(flag) \(path): check its permissions")
+    }
     do {
         return try DeviceList.load(path: path)
     } catch {
-        if error.message.contains("cannot read") {
-            throw SenderError(.unknownRecipient, "no device list at \(path): pass \(flag) with your current card")
+        if error.code == .keyFile || error.code == .invalidKey {
+            throw SenderError(
+                .malformedList,
+                "cannot use \(flag) \(path): it is not a well-formed device list (key-file): \(error.message)"
+            )
         }
-        if error.code == .keyFile { throw SenderError(.unreadableCard, "cannot use \(flag) \(path): \(error.message)") }
         throw SenderError(error, context: "cannot use \(flag) \(path)")
     }
 }

@@ -23,21 +23,26 @@ struct RelayOptions: ParsableArguments {
     var relayTimeout: Int = 30
 
     func validate() throws {
-        guard (1...3600).contains(self.relayTimeout) else {
-            throw ValidationError("--relay-timeout must be 1-3600 seconds, got \(self.relayTimeout)")
+        try Self.validate(timeout: self.relayTimeout)
+    }
+
+    static func validate(timeout: Int) throws {
+        guard (1...3600).contains(timeout) else {
+            throw ValidationError("--relay-timeout must be 1-3600 seconds, got \(timeout)")
         }
     }
 
-    /// Connects to `--relay`. A request may take 30 s by default (a submit includes the relay's durable commit; slow
-    /// links and loaded servers are normal for a phone's app): longer than RelayClient's 10 s default.
+    /// Connects to `--relay`; nil without it.
     func makeClient() throws(SenderError) -> RelayClient? {
         guard let url = self.relay else { return nil }
+        return try Self.client(url: url, ca: self.relayCA, timeout: self.relayTimeout)
+    }
+
+    /// A client of the relay at `url`. A request may take 30 s by default (a submit includes the relay's durable
+    /// commit; slow links and loaded servers are normal for a phone's app): longer than RelayClient's 10 s default.
+    static func client(url: String, ca: String?, timeout: Int) throws(SenderError) -> RelayClient {
         do {
-            return try RelayClient(
-                baseURL: url,
-                trustedCAPEMPath: self.relayCA,
-                timeout: .seconds(self.relayTimeout)
-            )
+            return try RelayClient(baseURL: url, trustedCAPEMPath: ca, timeout: .seconds(timeout))
         } catch {
             throw SenderError(.usage, "--relay/--relay-ca: \(error.message)")
         }
@@ -58,8 +63,20 @@ struct DeliveryTokenOptions: ParsableArguments {
 
 /// Reads delivery tokens: secret files of 64 hex digits (one trailing newline allowed), private to their owner.
 enum DeliveryTokenFile {
-    static func path(for userID: String, file: String?, contacts: String?) throws(SenderError) -> String {
+    /// The file holding `userID`'s delivery token: `file` (`--delivery-token-file`), else
+    /// `<contacts>/<user id>.delivery-token`; for the sender's own user (`own`), when the contacts folder has none,
+    /// the file `relay tokens` writes by default: `<user id>.delivery-token` next to the identity.
+    static func path(
+        for userID: String,
+        file: String?,
+        contacts: String?,
+        own: (userID: String, path: String)? = nil
+    ) throws(SenderError) -> String {
         if let file { return file }
+        let inContacts = contacts.map { $0 + "/" + userID + ".delivery-token" }
+        if let own, own.userID == userID, !(inContacts.map { FileManager.default.fileExists(atPath: $0) } ?? false) {
+            return own.path
+        }
         guard let contacts else {
             throw SenderError(
                 .missingKey,
@@ -109,18 +126,30 @@ struct RelaySender {
     var trust: ContactTrust
     let contacts: String?
     let tokenFile: String?
+    /// The sender's own user's token file, as `relay tokens` writes it by default (next to the identity): what a
+    /// message to one's own user (an answer's cancel) is submitted with when the contacts folder holds no copy.
+    let ownTokenFile: String?
     /// Each fetched user's push states (device id → state), from the fetch that was pinned.
     private var states: [String: [String: RelayAPI.PushState]] = [:]
 
-    init(client: RelayClient, builder: PushBuilder, trust: ContactTrust, contacts: String?, tokenFile: String?) {
+    init(
+        client: RelayClient,
+        builder: PushBuilder,
+        trust: ContactTrust,
+        contacts: String?,
+        tokenFile: String?,
+        ownTokenFile: String?
+    ) {
         self.client = client
         self.builder = builder
         self.trust = trust
         self.contacts = contacts
         self.tokenFile = tokenFile
+        self.ownTokenFile = ownTokenFile
     }
 
-    /// One message to `to`: one result line per device of the recipient's list (the sender's own device aside).
+    /// One message to `to`: one result line per device of the recipient's list (the sender's own device included
+    /// when `to` is the sender's own user).
     ///
     /// - Throws: what refuses the whole recipient (unknown user, a list refusal, no delivery token, no device to
     ///   send to): nothing was submitted.
@@ -172,7 +201,12 @@ struct RelaySender {
                     ) + "); nothing was sent: \(list.userID)'s devices must register their push address again"
             )
         }
-        let tokenPath = try DeliveryTokenFile.path(for: list.userID, file: self.tokenFile, contacts: self.contacts)
+        let tokenPath = try DeliveryTokenFile.path(
+            for: list.userID,
+            file: self.tokenFile,
+            contacts: self.contacts,
+            own: self.ownTokenFile.map { (self.builder.identity.userID, $0) }
+        )
         let token = try DeliveryTokenFile.read(path: tokenPath, userID: list.userID)
         let sealed = self.builder.sealEnvelopes(
             content,
@@ -240,11 +274,19 @@ struct RelaySender {
             return try await client.fetchList(userID: userID)
         } catch {
             if let listError = error.listError {
-                let code: SenderError.Code = listError == .deviceNotSignedIn ? .deviceNotSignedIn : .badListSignature
+                // The same codes as a card file's (one code for one fault): not well formed → malformed-list (65),
+                // a certificate or the signature → 76.
+                throw ContactDirectory.refusal(
+                    E2EEError(listError, error.message),
+                    of: userID,
+                    source: "the relay's list"
+                )
+            }
+            if error.code == .userMismatch {
                 throw SenderError(
-                    code,
-                    "refused \(userID)'s device list from the relay: \(error.message). Nothing was sent: whoever "
-                        + "served this list may be listening in; compare fingerprints with \(userID)"
+                    .userIDMismatch,
+                    "refused the relay's list for \"\(userID)\": \(error.message). Nothing was sent (whoever served it "
+                        + "may be listening in)"
                 )
             }
             throw Self.senderError(error, userID: userID, tokenPath: nil)
@@ -288,147 +330,5 @@ func checkRelayFlags(_ delivery: DeliveryOptions, _ push: PushOptions) throws(Se
     }
     guard push.topic == nil else {
         throw SenderError(.usage, "--topic does not go with --relay: the relay uses the topic each device registered")
-    }
-}
-
-/// `e2ee-send relay publish|register|tokens`: what a device does at the relay (docs/RELAY.md).
-struct RelayCommands: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "relay",
-        abstract: "Publish your device list, register this device's push address, set your delivery tokens.",
-        discussion: """
-            These talk to the relay (--relay https://host:port, --relay-ca for a loopback CA). Each prints one \
-            JSON line with the relay's answer. A refusal prints the relay's reason code and exits 69 (relay-refused), \
-            75 when the relay cannot be reached (relay-unavailable).
-            """,
-        subcommands: [RelayPublish.self, RelayRegister.self, RelayTokens.self]
-    )
-}
-
-/// Runs one relay request with a client that is always shut down; relay errors become sender errors.
-func withRelay(
-    _ options: RelayOptions,
-    userID: String,
-    _ body: (RelayClient) async throws(RelayError) -> String
-) async throws(SenderError) {
-    guard let client = try options.makeClient() else {
-        throw SenderError(.usage, "pass --relay https://host:port (the relay to talk to)")
-    }
-    let line: String
-    do throws(RelayError) {
-        line = try await body(client)
-    } catch {
-        await client.shutdown()
-        throw RelaySender.senderError(error, userID: userID, tokenPath: nil)
-    }
-    await client.shutdown()
-    try printLine(line)
-}
-
-struct RelayPublish: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "publish",
-        abstract: "Publish a user's signed device list (a card file) to the relay.",
-        discussion: """
-            The relay checks the list's signatures and pins its user key per user id (a list under another user \
-            key is refused: signing-key-changed); a lower version is refused (list-rollback). Prints \
-            {"list_version":N,"stored":true|false} (false: the identical list was already stored).
-            """
-    )
-    @OptionGroup var relay: RelayOptions
-    @Option(name: .long, help: "The signed device list: the card file written by keygen, rotate, device add|remove.")
-    var card: String
-
-    func run() async throws {
-        try await runCLI {
-            let list: DeviceList
-            do throws(E2EEError) {
-                list = try DeviceList.load(path: self.card)
-            } catch {
-                throw SenderError(.unreadableCard, "cannot publish \(self.card): \(error.message)")
-            }
-            try await withRelay(self.relay, userID: list.userID) { (client) async throws(RelayError) -> String in
-                let answer = try await client.publish(list)
-                return #"{"list_version":\#(answer.listVersion),"stored":\#(answer.stored)}"#
-            }
-        }
-    }
-}
-
-struct RelayRegister: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "register",
-        abstract: "Register this device's APNs push address with the relay (signed by the device key).",
-        discussion: """
-            The device must be in the user's list at the relay (relay publish first). Registering again replaces \
-            the address (a new token from APNs). Prints {"device":"<id>","push":"active"}.
-            """
-    )
-    @OptionGroup var identity: IdentityOptions
-    @OptionGroup var relay: RelayOptions
-    @Option(name: .long, help: "This device's APNs device token (hex).") var deviceToken: String
-    @OptionGroup var topic: CardTopicOption
-    @Option(name: .long, help: "The APNs environment the token belongs to.") var environment: APNsServer = .development
-
-    func run() async throws {
-        try await runCLI {
-            let id = try self.identity.load()
-            let token = try PushBuilder.validateDeviceToken(self.deviceToken)
-            let address = PushAddress(
-                deviceToken: token,
-                topic: self.topic.value,
-                environment: self.environment.rawValue
-            )
-            try await withRelay(self.relay, userID: id.userID) { (client) async throws(RelayError) -> String in
-                try await client.registerPush(
-                    userID: id.userID,
-                    deviceID: id.deviceID,
-                    address: address,
-                    signingKey: id.signingKey
-                )
-                return #"{"device":"\#(id.deviceID)","push":"active"}"#
-            }
-        }
-    }
-}
-
-struct RelayTokens: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "tokens",
-        abstract: "Set the delivery tokens your contacts submit with (replaces the set; signed by this device).",
-        discussion: """
-            Each --token-file holds one delivery token (64 hex digits, mode 0600); with --create, a missing file \
-            gets a new random token. The relay stores only each token's SHA-256. Hand a token to a contact inside \
-            the encrypted channel or out of band; the contact saves it as <contacts>/<your user id>.delivery-token. \
-            To rotate, set the new and the old token, then only the new one; no --token-file closes you to every \
-            sender. Prints {"tokens":N}.
-            """
-    )
-    @OptionGroup var identity: IdentityOptions
-    @OptionGroup var relay: RelayOptions
-    @Option(name: .long, help: "A delivery token file (repeatable).") var tokenFile: [String] = []
-    @Flag(name: .long, help: "Write a new random token to each --token-file that does not exist.") var create = false
-
-    func run() async throws {
-        try await runCLI {
-            let id = try self.identity.load()
-            var tokens: [DeliveryToken] = []
-            for path in self.tokenFile {
-                if self.create && !FileManager.default.fileExists(atPath: path) {
-                    tokens.append(try DeliveryTokenFile.create(path: path))
-                } else {
-                    tokens.append(try DeliveryTokenFile.read(path: path, userID: id.userID))
-                }
-            }
-            try await withRelay(self.relay, userID: id.userID) { (client) async throws(RelayError) -> String in
-                let count = try await client.setDeliveryTokens(
-                    userID: id.userID,
-                    deviceID: id.deviceID,
-                    tokens: tokens,
-                    signingKey: id.signingKey
-                )
-                return #"{"tokens":\#(count)}"#
-            }
-        }
     }
 }

@@ -97,7 +97,8 @@ struct SendOptions: ParsableArguments {
                     builder: PushBuilder(identity: id),
                     trust: trust,
                     contacts: self.recipient.contacts,
-                    tokenFile: self.deliveryToken.deliveryTokenFile
+                    tokenFile: self.deliveryToken.deliveryTokenFile,
+                    ownTokenFile: try self.identity.siblingFile(userID: id.userID, suffix: ".delivery-token")
                 )
                 lines = try await sender.send(
                     try makeContent(id),
@@ -272,8 +273,12 @@ struct Batch: AsyncParsableCommand {
             batch goes on. Input is streamed: sealing overlaps delivery, memory stays flat, results come in input \
             order as soon as they are known. With --relay, lines are submitted one at a time in input order (each \
             line's envelopes in one submit), each user's list is fetched from the relay once per run, and delivery \
-            tokens are read from --contacts DIR as <user id>.delivery-token. Exit status: 0 when every result \
-            succeeded, 74 when stdout could not be written, else the exit code of the first failed result.
+            tokens are read from --contacts DIR as <user id>.delivery-token (your own user's, for the cancels \
+            e2ee-filter answer|decline prints, also from <user id>.delivery-token next to the identity, where \
+            relay tokens writes it). A line to your own user goes to every device of it, this one included. Exit \
+            status: 0 when every result succeeded or was skipped, 74 when stdout could not be written, else the \
+            exit code of the first failed result.
+            \(E2EESend.exitCodes)
             """
     )
     @OptionGroup var identity: IdentityOptions
@@ -304,7 +309,8 @@ struct Batch: AsyncParsableCommand {
             builder: PushBuilder(identity: id),
             trust: trust,
             contacts: self.contacts,
-            tokenFile: nil
+            tokenFile: nil,
+            ownTokenFile: try self.identity.siblingFile(userID: id.userID, suffix: ".delivery-token")
         )
         var summary = PipelineSummary()
         var number = 0

@@ -248,6 +248,99 @@ struct RelaySendCLITests {
         }
     }
 
+    /// Stores `json` as bob's list version `version` at the relay, bypassing publish's checks (as a compromised
+    /// server could): the store's columns stay bob's, the served bytes are `json`.
+    static func serve(_ json: [UInt8], version: UInt64, setup: Setup) async throws {
+        let bob = setup.bob.list
+        _ = try await setup.fixture.store.publish(
+            NewList(
+                userID: "bob",
+                userSigningKey: bob.userSigningKey.rawRepresentation,
+                listVersion: version,
+                digest: Array(repeating: UInt8(truncatingIfNeeded: version), count: 32),
+                json: json,
+                devices: bob.devices.map { ($0.deviceID, $0.signingKey.rawRepresentation) }
+            ),
+            nowMs: setup.fixture.clock.ms
+        )
+    }
+
+    @Test("the relay serves a list that is not well formed, or another user's: malformed-list 65, user-id-mismatch 76")
+    func servedListRefusedByCode() async throws {
+        try await Self.with { setup in
+            // The same codes as a card file's (ListRefusalCLITests): one code for one fault, wherever the list came from.
+            try await Self.serve(
+                Array(#"{"format":"e2ee-device-list","version":2,"user_id":"bob"}"#.utf8),
+                version: setup.bob.list.listVersion + 1,
+                setup: setup
+            )
+            let malformed = try await setup.send(["text", "--to", "bob", "--body", "x"])
+            #expect(malformed.status == 65, "\(malformed.stderr)")
+            #expect(malformed.stderr.contains("not a well-formed device list"), "\(malformed.stderr)")
+            let mallory = try TestUser.make("mallory", devices: ["phone"])
+            try await Self.serve(mallory.list.jsonData(), version: setup.bob.list.listVersion + 2, setup: setup)
+            let swapped = try await setup.send(["batch"], stdin: #"{"kind":"text","to":"bob","body":"x"}"# + "\n")
+            #expect(swapped.status == 76, "\(swapped.stderr)")
+            #expect(try Self.lines(swapped.stdoutText).map { $0["error"] as? String } == ["user-id-mismatch"])
+            #expect(try await setup.fixture.store.counts() == [:])
+            // Nothing pinned (no pins file), nor the card kept.
+            #expect(!FileManager.default.fileExists(atPath: setup.folder.file("pins.json")))
+            #expect(!FileManager.default.fileExists(atPath: setup.folder.file("contacts/bob.card.json")))
+        }
+    }
+
+    @Test(
+        "answer | batch --relay on bob's phone: every device of bob gets the cancel, the phone included, with the token relay tokens wrote"
+    )
+    func ownUserSends() async throws {
+        try await Self.with { setup in
+            // bob's phone as `relay tokens` leaves it: the identity and bob's token next to it; an empty contacts
+            // folder (no guessed copy of bob's own token).
+            let phone = setup.folder.file("bob/bob.identity")
+            try FileManager.default.createDirectory(
+                atPath: setup.folder.file("bob/contacts"),
+                withIntermediateDirectories: true
+            )
+            try setup.bob.device("phone").save(path: phone)
+            try setup.writeToken(setup.token, to: setup.folder.file("bob/bob.delivery-token"))
+            let flags = [
+                "--identity", phone, "--contacts", setup.folder.file("bob/contacts"), "--pins",
+                setup.folder.file("bob/pins.json"), "--relay", setup.url, "--relay-ca", setup.relay.caPath,
+            ]
+            let line = #"{"call_id":"\#(UUID().uuidString)","kind":"cancel","reason":"answeredElsewhere","to":"bob"}"#
+            let sent = try await ChildProcess.run(
+                "e2ee-send",
+                ["batch"] + flags,
+                stdin: .bytes(Array((line + "\n").utf8))
+            )
+            #expect(sent.status == 0, "\(sent.stderr)")
+            let lines = try Self.lines(sent.stdoutText)
+            #expect(lines.map { $0["device"] as? String } == ["phone", "tablet", "watch"])
+            #expect(lines.allSatisfy { $0["ok"] as? Bool == true && $0["relay_status"] as? Int == 202 })
+            #expect(try await setup.fixture.store.counts().values.reduce(0, +) == 3)
+            // The relay's list became bob's card in the contacts folder: an offline send later finds it.
+            #expect(try DeviceList.load(path: setup.folder.file("bob/contacts/bob.card.json")) == setup.bob.list)
+
+            // carol has one device that never registered a push address: nothing can reach her own devices, which is
+            // no failure (exit 0, one skipped line and a note), so `set -e` scripts go on.
+            let carol = try TestUser.make("carol", devices: ["phone"])
+            _ = try await setup.fixture.service.publish(userID: "carol", body: carol.list.jsonData())
+            try carol.device("phone").save(path: setup.folder.file("carol.identity"))
+            let alone = try await ChildProcess.run(
+                "e2ee-send",
+                [
+                    "batch", "--identity", setup.folder.file("carol.identity"), "--relay", setup.url, "--relay-ca",
+                    setup.relay.caPath,
+                ],
+                stdin: .bytes(Array((line.replacingOccurrences(of: "\"bob\"", with: "\"carol\"") + "\n").utf8))
+            )
+            #expect(alone.status == 0, "\(alone.stderr)")
+            let skipped = try Self.lines(alone.stdoutText)
+            #expect(skipped.map { $0["skipped"] as? String } == ["none"])
+            #expect(skipped.map { $0["device"] as? String } == ["phone"])
+        }
+    }
+
     @Test("a wrong delivery token: exit 77 delivery-token-refused, nothing queued")
     func wrongToken() async throws {
         try await Self.with { setup in
@@ -390,6 +483,35 @@ struct RelayDeviceCLITests {
             )
             #expect(refused.status == 69)
             #expect(refused.stderr.contains("unknown-device"))
+            // What to do, and nothing about a queue: a register, publish or tokens request queues nothing.
+            #expect(refused.stderr.contains("sign it in on the device holding the user key"), "\(refused.stderr)")
+            #expect(!refused.stderr.contains("queued"), "\(refused.stderr)")
+            #expect(!refused.stderr.contains("send again"), "\(refused.stderr)")
+
+            // relay tokens without --token-file uses bob.delivery-token next to the identity (made above): the set
+            // stays that token; only --close empties it, and --close goes with no token file.
+            let defaulted = try await ChildProcess.run(
+                "e2ee-send",
+                ["relay", "tokens", "--identity", folder.file("bob.identity")] + flags
+            )
+            #expect(defaulted.status == 0, "\(defaulted.stderr)")
+            #expect(defaulted.stdoutText == #"{"tokens":1}"# + "\n")
+            #expect(try await fixture.store.isDeliveryToken(saved.sha256, of: "bob"))
+            let mixed = try await ChildProcess.run(
+                "e2ee-send",
+                ["relay", "tokens", "--identity", folder.file("bob.identity"), "--close", "--token-file", tokenFile]
+                    + flags
+            )
+            #expect(mixed.status == 64, "\(mixed.stderr)")
+            #expect(try await fixture.store.isDeliveryToken(saved.sha256, of: "bob"))
+            let closed = try await ChildProcess.run(
+                "e2ee-send",
+                ["relay", "tokens", "--identity", folder.file("bob.identity"), "--close"] + flags
+            )
+            #expect(closed.status == 0, "\(closed.stderr)")
+            #expect(closed.stdoutText == #"{"tokens":0}"# + "\n")
+            #expect(closed.stderr.contains("closing bob to every sender"))
+            #expect(try await !fixture.store.isDeliveryToken(saved.sha256, of: "bob"))
         } catch {
             try? await relay.stop()
             await fixture.cleanup()

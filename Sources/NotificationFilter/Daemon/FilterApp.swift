@@ -238,10 +238,10 @@ public enum FilterApp: Sendable {
         return list.devices[0]
     }
 
-    /// Every valid `*.card.json` in a folder.
+    /// Every valid `*.card.json` in a folder: `<user id>.card.json` holds that user's device list.
     ///
-    /// A card that cannot be read or is invalid (a key id that does not match its key, bad JSON...) is refused on
-    /// its own: logged once as an error (its path and what is wrong, never key bytes) and left out, so the other
+    /// A card that cannot be read or is invalid (a key id that does not match its key, bad JSON, another user's list
+    /// under this file name...) is refused on its own: logged once as an error (its path and what is wrong, never key bytes) and left out, so the other
     /// contacts keep working and the refused card's sender is an unknown sender.
     ///
     /// - Throws: ``FilterDaemonError`` when the folder itself cannot be read.
@@ -255,8 +255,12 @@ public enum FilterApp: Sendable {
         var book = ContactBook()
         for name in names.sorted() where name.hasSuffix(".card.json") {
             let path = folder + "/" + name
-            do {
-                book.add(try DeviceList.load(path: path))
+            do throws(E2EEError) {
+                let list = try DeviceList.load(path: path)
+                // `bob.card.json` is bob's card: another user's list in it is refused (docs/PROTOCOL.md §11.4 step
+                // 4), so a swapped file can neither replace bob's list nor add a user under bob's name.
+                try list.checkAddressed(to: String(name.dropLast(".card.json".count)), source: path)
+                book.add(list)
             } catch {
                 // The message names the file and the problem; E2EEError messages never hold key material.
                 logger.error(

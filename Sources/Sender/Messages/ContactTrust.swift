@@ -62,8 +62,9 @@ public struct ContactTrust: Sendable {
 
     /// The accepted device list for `to`, pinning its user on first use.
     ///
-    /// - Throws: `.unknownRecipient`, `.unreadableCard`, a list refusal (``SenderError/Code/listRefusals``, exit
-    ///   76) with what happened and what to do, or `.cannotCreate` when the pins file cannot be written.
+    /// - Throws: `.unknownRecipient`, `.unreadableCard`, `.malformedList`, a list refusal
+    ///   (``SenderError/Code/listRefusals``, exit 76: `.userIDMismatch` when `to`'s card holds another user's list)
+    ///   with what happened and what to do, or `.cannotCreate` when the pins file cannot be written.
     public mutating func list(for to: String) throws(SenderError) -> DeviceList {
         if let decided = self.decided[to] { return try decided.get() }
         let outcome: Result<DeviceList, SenderError>
@@ -83,7 +84,7 @@ public struct ContactTrust: Sendable {
     /// as ``list(for:)``. `fetch` runs only the first time `to` is asked for.
     ///
     /// - Throws: what `fetch` throws (kept as this user's decision, unless it is `.relayUnavailable`), a list
-    ///   refusal (exit 76), `.unknownRecipient` when the list is another user's, `.cannotCreate`.
+    ///   refusal (exit 76; `.userIDMismatch` when the list is another user's), `.cannotCreate`.
     public mutating func list(
         for to: String,
         fetchedBy fetch: () async throws(SenderError) -> DeviceList
@@ -92,10 +93,20 @@ public struct ContactTrust: Sendable {
         let outcome: Result<DeviceList, SenderError>
         do throws(SenderError) {
             let list = try await fetch()
-            guard list.userID == to else {
-                throw SenderError(.unknownRecipient, "asked for \(to)'s device list, got \(list.userID)'s")
+            do throws(E2EEError) {
+                try list.checkAddressed(to: to, source: "the list served for \(to)")
+            } catch {
+                throw ContactDirectory.refusal(error, of: to, source: "the served list")
             }
             outcome = .success(try self.check(list))
+            // The card in the contacts folder follows the pins (a later offline send reads it).
+            do throws(SenderError) {
+                if let path = try self.directory.keep(list) {
+                    self.notice("e2ee-send: saved \(to)'s device list version \(list.listVersion) to \(path)")
+                }
+            } catch {
+                self.notice("e2ee-send: warning: \(error.message) (the send goes on)")
+            }
         } catch {
             outcome = .failure(error)
         }

@@ -20,8 +20,12 @@ public struct SenderError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let badDeviceToken = Code("bad-device-token", 64)
         /// The recipient is not in the contacts folder, or its card has no device token. Exit 65 (EX_DATAERR).
         public static let unknownRecipient = Code("unknown-recipient", 65)
-        /// A contact card could not be read or is invalid. Exit 65.
+        /// A card file could not be read (missing, no permission). Exit 65.
         public static let unreadableCard = Code("unreadable-card", 65)
+        /// A device list that is not well formed (docs/PROTOCOL.md §11.1, `key-file`), wherever it came from: a
+        /// card file, a contacts folder or a relay. One code for one fault. Exit 65 (EX_DATAERR): the bytes are
+        /// wrong, no signature or pin was even checked.
+        public static let malformedList = Code("malformed-list", 65)
         /// The text (or another message) does not fit the largest padding bucket. Exit 65.
         public static let tooLarge = Code("too-large", 65)
         /// A batch line is not a valid request. Exit 65.
@@ -69,18 +73,22 @@ public struct SenderError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let deviceNotSignedIn = Code("device-not-signed-in", 76)
         /// The list signature does not verify (the list was altered or forged). Exit 76.
         public static let badListSignature = Code("bad-list-signature", 76)
+        /// The list is another user's than the one addressed (`--to bob` found mallory's list in bob's card file, or
+        /// a relay served another user's list). Exit 76.
+        public static let userIDMismatch = Code("user-id-mismatch", 76)
 
         /// The codes that refuse a recipient's device list (exit 76).
         public static let listRefusals: [Code] = [
             .signingKeyChanged, .listRollback, .listVersionReused, .deviceNotSignedIn, .badListSignature,
+            .userIDMismatch,
         ]
 
         /// Every code, for decoding a code's name back (result lines) and for documentation.
         public static let all: [Code] = [
-            .usage, .badDeviceToken, .unknownRecipient, .unreadableCard, .tooLarge, .badRequest, .missingKey,
-            .insecureKey, .rejected, .deliveryFailed, .outputFailed, .cannotCreate, .internalError, .unreadablePins,
-            .signingKeyChanged, .listRollback, .listVersionReused, .deviceNotSignedIn, .badListSignature,
-            .deliveryTokenRefused, .relayRefused, .relayUnavailable,
+            .usage, .badDeviceToken, .unknownRecipient, .unreadableCard, .malformedList, .tooLarge, .badRequest,
+            .missingKey, .insecureKey, .rejected, .deliveryFailed, .outputFailed, .cannotCreate, .internalError,
+            .unreadablePins, .signingKeyChanged, .listRollback, .listVersionReused, .deviceNotSignedIn,
+            .badListSignature, .userIDMismatch, .deliveryTokenRefused, .relayRefused, .relayUnavailable,
         ]
     }
 
@@ -108,6 +116,7 @@ public struct SenderError: Error, Hashable, Sendable, CustomStringConvertible {
             case .listVersionReused: .listVersionReused
             case .deviceNotSignedIn: .deviceNotSignedIn
             case .badListSignature: .badListSignature
+            case .userIDMismatch: .userIDMismatch
             default: .missingKey
             }
         self.init(code, "\(context): \(error.message)")

@@ -1,6 +1,7 @@
 import E2EECore
 import Foundation
 import Logging
+import TestSupport
 import Testing
 
 @testable import NotificationFilter
@@ -116,5 +117,18 @@ struct OwnListLoadingTests {
         #expect(account.name == "bob")
         #expect(account.deviceKeyIDs == Set(self.users.bobTablet.deviceKeys.map(\.keyID)))
         #expect(account.ownSigningKeyID == self.users.bobTablet.signingKey.publicKey.keyID)
+    }
+
+    @Test("a contacts card holding another user's list is refused (user-id-mismatch): bob.card.json is bob's")
+    func cardOfAnotherUserRefused() throws {
+        let folder = self.directory + "/swapped"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try SecretFile.writePublic(path: folder + "/alice.card.json", bytes: self.users.aliceList.jsonData())
+        // carol's valid, self-signed list where bob's card belongs.
+        try SecretFile.writePublic(path: folder + "/bob.card.json", bytes: self.users.carolList.jsonData())
+        let logs = LogCapture()
+        let book = try FilterApp.loadContacts(folder: folder, logger: logs.logger)
+        #expect(Set(book.lists.keys) == ["alice"])
+        #expect(logs.text.contains("holds carol's device list, not bob's"), "\(logs.text)")
     }
 }

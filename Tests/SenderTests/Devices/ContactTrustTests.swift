@@ -171,4 +171,48 @@ struct ContactTrustTests {
         try Data("not json".utf8).write(to: URL(fileURLWithPath: d.folder + "/pins.json"))
         #expect(throws: SenderError(.unreadablePins, "")) { try d.trust() }
     }
+
+    @Test("a fetched list (a relay's) of another user is user-id-mismatch; an accepted one becomes the folder's card")
+    func fetchedLists() async throws {
+        let d = try Devices()
+        // v1 in the folder, v2 fetched: the pin moves to v2 and the card follows, so the next send that reads the
+        // card does not refuse it as a rollback.
+        try d.publish(d.v1)
+        let notices = Notices()
+        var trust = try d.trust(notices: notices)
+        #expect(try trust.list(for: "bob").listVersion == 1)
+        var fetched = try d.trust(notices: notices)
+        let v2 = d.v2
+        #expect(try await fetched.list(for: "bob", fetchedBy: { () async throws(SenderError) in v2 }) == d.v2)
+        #expect(try DeviceList.load(path: d.folder + "/bob.card.json") == d.v2)
+        var later = try d.trust()
+        #expect(try later.list(for: "bob") == d.v2)
+        #expect(notices.all.contains { $0.contains("saved bob's device list version 2") })
+
+        // alice's valid list served for bob: refused, nothing pinned, the card left alone.
+        let alice = try d.alice.card(push: nil)
+        var swapped = try d.trust()
+        await #expect(throws: SenderError(.userIDMismatch, "")) {
+            try await swapped.list(for: "bob", fetchedBy: { () async throws(SenderError) in alice })
+        }
+        #expect(try DevicePins.load(path: d.folder + "/pins.json").pins["alice"] == nil)
+        #expect(try DeviceList.load(path: d.folder + "/bob.card.json") == d.v2)
+        #expect(SenderError.Code.userIDMismatch.exitCode == 76)
+    }
+
+    @Test("a refusal of a list has one code per fault, whatever its source")
+    func refusalCodes() {
+        let cases: [(E2EEError.Code, SenderError.Code)] = [
+            (.keyFile, .malformedList), (.invalidKey, .malformedList), (.deviceNotSignedIn, .deviceNotSignedIn),
+            (.badListSignature, .badListSignature), (.userIDMismatch, .userIDMismatch),
+        ]
+        for source in ["the card", "the relay's list"] {
+            for (error, code) in cases {
+                let refused = ContactDirectory.refusal(E2EEError(error, "x"), of: "bob", source: source)
+                #expect(refused.code == code, "\(source) \(error)")
+                #expect(refused.message.contains(source))
+            }
+        }
+        #expect(SenderError.Code.malformedList.exitCode == 65)
+    }
 }
