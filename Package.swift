@@ -344,6 +344,12 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // Every command block of README.md and docs/*.md, run as written against the debug binaries.
+        .testTarget(
+            name: "DocsTests",
+            dependencies: ["TestSupport"],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "NotificationFilterTests",
             dependencies: [
