@@ -26,18 +26,10 @@ struct RelayServerOptions: ParsableArguments {
     @Option(name: .long, help: "The relay to talk to (https://host:port, e2ee-relay serve).")
     var relay: String
 
-    @Option(name: .long, help: "A PEM CA file to trust for --relay (e.g. a loopback relay's tls/ca.pem).")
-    var relayCA: String?
-
-    @Option(name: .long, help: "The most one request to the relay may take, in seconds (1-3600).")
-    var relayTimeout: Int = 30
-
-    func validate() throws {
-        try RelayOptions.validate(timeout: self.relayTimeout)
-    }
+    @OptionGroup var connection: RelayConnectionOptions
 
     func makeClient() throws(SenderError) -> RelayClient {
-        try RelayOptions.client(url: self.relay, ca: self.relayCA, timeout: self.relayTimeout)
+        try self.connection.client(url: self.relay)
     }
 }
 

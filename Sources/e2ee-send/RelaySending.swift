@@ -16,33 +16,34 @@ struct RelayOptions: ParsableArguments {
     )
     var relay: String?
 
-    @Option(name: .long, help: "A PEM CA file to trust for --relay (e.g. a loopback relay's tls/ca.pem).")
-    var relayCA: String?
-
-    @Option(name: .long, help: "With --relay: the most one request to the relay may take, in seconds (1-3600).")
-    var relayTimeout: Int = 30
-
-    func validate() throws {
-        try Self.validate(timeout: self.relayTimeout)
-    }
-
-    static func validate(timeout: Int) throws {
-        guard (1...3600).contains(timeout) else {
-            throw ValidationError("--relay-timeout must be 1-3600 seconds, got \(timeout)")
-        }
-    }
+    @OptionGroup var connection: RelayConnectionOptions
 
     /// Connects to `--relay`; nil without it.
     func makeClient() throws(SenderError) -> RelayClient? {
         guard let url = self.relay else { return nil }
-        return try Self.client(url: url, ca: self.relayCA, timeout: self.relayTimeout)
+        return try self.connection.client(url: url)
+    }
+}
+
+/// How to reach a relay, whichever command talks to it: `--relay-ca` and `--relay-timeout`.
+struct RelayConnectionOptions: ParsableArguments {
+    @Option(name: .long, help: "A PEM CA file to trust for --relay (e.g. a loopback relay's tls/ca.pem).")
+    var relayCA: String?
+
+    @Option(name: .long, help: "The most one request to the relay may take, in seconds (1-3600).")
+    var relayTimeout: Int = 30
+
+    func validate() throws {
+        guard (1...3600).contains(self.relayTimeout) else {
+            throw ValidationError("--relay-timeout must be 1-3600 seconds, got \(self.relayTimeout)")
+        }
     }
 
     /// A client of the relay at `url`. A request may take 30 s by default (a submit includes the relay's durable
     /// commit; slow links and loaded servers are normal for a phone's app): longer than RelayClient's 10 s default.
-    static func client(url: String, ca: String?, timeout: Int) throws(SenderError) -> RelayClient {
+    func client(url: String) throws(SenderError) -> RelayClient {
         do {
-            return try RelayClient(baseURL: url, trustedCAPEMPath: ca, timeout: .seconds(timeout))
+            return try RelayClient(baseURL: url, trustedCAPEMPath: self.relayCA, timeout: .seconds(self.relayTimeout))
         } catch {
             throw SenderError(.usage, "--relay/--relay-ca: \(error.message)")
         }

@@ -2,12 +2,6 @@ import Foundation
 import TestSupport
 import Testing
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Every command block of README.md and docs/*.md runs as written (issue 22: the README ran `relay serve` before the
 /// APNs key and gateway existed, named files no command made, and shared one TLS folder between two servers). The
 /// rules are ``DocumentScript``'s.
@@ -23,25 +17,6 @@ struct DocsCommandTests {
         return ["README.md"] + docs.filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 }
     }()
 
-    /// A port nothing listens on now (bound to 0 and closed: the kernel does not hand it out again at once).
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw DocsTestError("socket() failed: errno \(errno)") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                bind(fd, address, length) == 0 && getsockname(fd, address, &length) == 0
-            }
-        }
-        guard bound else { throw DocsTestError("bind() failed: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     @Test("the command blocks run in order in a fresh folder, each document in its own", arguments: Self.documents)
     func commandBlocksRun(_ document: String) async throws {
         let markdown = try String(contentsOfFile: Self.package + "/" + document, encoding: .utf8)
@@ -54,7 +29,7 @@ struct DocsCommandTests {
         try FileManager.default.createDirectory(atPath: folder + "/.docs-test", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let path = folder + "/.docs-test/script.sh"
-        try script.script(ports: [try Self.freePort(), try Self.freePort()]).write(
+        try script.script(ports: [try freeLoopbackPort(), try freeLoopbackPort()]).write(
             toFile: path,
             atomically: true,
             encoding: .utf8

@@ -36,25 +36,6 @@ func runCommand(_ executable: String, _ arguments: [String]) throws -> (status: 
     return (exited ? (status >> 8) & 0xff : 128 + (status & 0x7f), text)
 }
 
-/// A loopback TCP port nothing listens on right now.
-func freeLoopbackPort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw ProcessTestError("socket() failed: errno \(errno)") }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-            bind(fd, raw, length) == 0 && getsockname(fd, raw, &length) == 0
-        }
-    }
-    guard bound else { throw ProcessTestError("bind() on 127.0.0.1 failed: errno \(errno)") }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
 /// A PostgreSQL server of one test's own, which the test stops and starts (the database going away mid-run)
 /// without touching the server the other tests share. Made with the binaries and the user that
 /// scripts/with-postgres.sh found (E2EE_RELAY_POSTGRES_BINDIR, E2EE_RELAY_POSTGRES_OS_USER).

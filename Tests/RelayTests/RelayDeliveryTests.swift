@@ -3,6 +3,7 @@ import E2EECore
 import Foundation
 import Logging
 import Sender
+import TestSupport
 import Testing
 
 @testable import Relay
