@@ -5,7 +5,7 @@ import Testing
 /// Every command block of README.md and docs/*.md runs as written (issue 22: the README ran `relay serve` before the
 /// APNs key and gateway existed, named files no command made, and shared one TLS folder between two servers). The
 /// rules are ``DocumentScript``'s.
-@Suite("Docs: every command block of README.md and docs/*.md runs as written")
+@Suite("Docs: every command block of README.md and docs/*.md runs as written", .serialized)
 struct DocsCommandTests {
     /// The package folder (this file is Tests/DocsTests/DocsCommandTests.swift).
     static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -6,7 +6,7 @@ import Testing
 /// its exit codes (issue 22: `e2ee-filter`, `run`, `once` and `relay serve` did not), and the options read as what
 /// they are (`cancel --reason` showed `(default: 1)` and empty value descriptions; the `relay` subcommands showed the
 /// sender's optional `--relay`).
-@Suite("Docs: every command's --help lists its exit codes")
+@Suite("Docs: every command's --help lists its exit codes", .serialized)
 struct HelpTextTests {
     /// The subcommand names a `--help` text lists (`list, ls` is `list`).
     static func subcommands(of help: String) -> [String] {
