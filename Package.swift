@@ -6,8 +6,8 @@
 //   CSodium            system library: libsodium through pkg-config (the only C dependency of E2EECore)
 //   CLISupport         what the four executables share (the --version they print)
 //   Locking            a pthread-mutex lock that ThreadSanitizer models (used instead of Synchronization.Mutex)
-//   E2EECore           HPKE (RFC 9180) + Ed25519 on libsodium, wire format, padding, keys; file I/O through
-//                      swift-system, so it builds on Darwin as on Linux
+//   E2EECore           HPKE (RFC 9180) + Ed25519 on libsodium, wire format, padding, keys; the X-Wing suite on
+//                      swift-crypto's HPKE; file I/O through swift-system, so it builds on Darwin as on Linux
 //   PushTransport      how a push service carries an envelope: APNsAlertTransport (the APNs JSON body, 4,096-byte
 //                      limit), shared by senders, the relay and the device side (no HTTP/TLS stack)
 //                      and PushLine, a push as one JSON line (request lines, spool records, kept payloads)
@@ -95,6 +95,7 @@ let package = Package(
             name: "E2EECore",
             dependencies: [
                 "CSodium",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             exclude: ["Sodium/README.md"],

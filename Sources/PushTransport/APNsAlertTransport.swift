@@ -36,8 +36,13 @@ public enum APNsAlertTransport: PushTransport {
     /// Classical: 1,536 holds every call invite, cancel and receipt of ordinary size and a text of about 1 KB (all
     /// give APNs bodies of 2,233 bytes); 2,932 is the largest padded plaintext whose body (4,093 bytes) fits APNs'
     /// 4,096 bytes.
+    ///
+    /// X-Wing: one bucket, 1,844, the largest padded plaintext whose body fits (a 1,131-byte header: body 4,093
+    /// bytes, the length of the classical large bucket). Every X-Wing push has the same length whatever its kind;
+    /// a second, smaller bucket would add a size class that only separates short messages from long ones.
     public static let padding = PaddingTable([
-        .classical: [1536, 2932]
+        .classical: [1536, 2932],
+        .xwing: [1844],
     ])
 
     /// The byte length of the APNs body for a bucket of a suite (classical: 2,233 bytes for 1,536 and 4,093 bytes

@@ -68,7 +68,7 @@ public struct CryptoSuite: Sendable, Hashable, CustomStringConvertible {
     // MARK: the table
 
     /// Every suite this implementation speaks, in id order.
-    public static let all: [CryptoSuite] = [.classical]
+    public static let all: [CryptoSuite] = [.classical, .xwing]
 
     /// The suite with envelope id `id`, or nil when this implementation does not speak it.
     public static func withID(_ id: UInt16) -> CryptoSuite? {
