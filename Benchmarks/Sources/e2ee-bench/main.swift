@@ -347,4 +347,8 @@ do {
     table.target("envelope open (parsed) <= 1.25x floor", r[3].median / r[4].median, 1.25)
 }
 
+// MARK: the X-Wing suite's envelope
+
+try benchXWingEnvelope(scenario, &table, settings)
+
 if settings.profile == nil { table.print() }
