@@ -505,6 +505,9 @@ class Demo:
         ghost = [d for d in json.load(open(self.path("bob-v4.card.json")))["devices"] if d["device_id"] == "tablet"][0]
         ghost["device_id"] = "ghost"
         card["devices"].append(ghost)
+        # The tablet's key is an X-Wing key, which only a version-3 list can hold: the injector says version 3 (or
+        # the list is refused as malformed before its certificates are checked).
+        card["version"] = 3
         with open(self.path("injected", "bob.card.json"), "w") as out:
             json.dump(card, out, indent=2, sort_keys=True)
         refused = self.run("e2ee-send", ["text", "--identity", "alice/alice.identity", "--to",
