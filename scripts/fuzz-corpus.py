@@ -17,6 +17,15 @@ for group in ("positive", "negative"):
         if "envelope" in v:
             open(os.path.join(out, f"{group}-{v['name']}.envelope"), "wb").write(bytes.fromhex(v["envelope"]))
             n += 1
+# The X-Wing suite's bodies (Fixtures/e2ee-vectors-xwing.json, sealed to bob's X-Wing tablet in FuzzFilter).
+xwing = json.load(open(os.path.join(root, "Fixtures", "e2ee-vectors-xwing.json")))
+for group in ("positive", "negative"):
+    for v in xwing[group]:
+        open(os.path.join(out, f"xwing-{group}-{v['name']}.body"), "wb").write(v["body"].encode())
+        n += 1
+        if "envelope" in v:
+            open(os.path.join(out, f"xwing-{group}-{v['name']}.envelope"), "wb").write(bytes.fromhex(v["envelope"]))
+            n += 1
 # Device lists, requests and pins files (FuzzDeviceList).
 lists = vectors.get("device_lists", {})
 for group in ("positive", "negative", "device_requests"):

@@ -6,7 +6,8 @@ Runs the release binaries from --bin (e2ee-send, e2ee-relay, e2ee-gateway, e2ee-
 (or --work DIR):
 
   1. identities: alice (one device) and bob's phone (keygen: it holds bob's user key); bob rotates the phone's
-     device key after a copy of his OLD list is kept; bob's tablet makes a device request and the phone signs it in;
+     device key after a copy of his OLD list is kept; bob's tablet makes a device request and the phone signs it in,
+     then the tablet moves to the post-quantum X-Wing suite (rotate --suite xwing) and the phone signs its new key in;
   2. an APNs provider key (ES256) for the gateway and the senders;
   3. e2ee-gateway serve: TLS + HTTP/2 on 127.0.0.1, an ephemeral port, every push appended to one spool file;
      e2ee-relay serve (embedded SQLite, a throwaway loopback CA, an ephemeral port) holding the APNs key and
@@ -26,7 +27,7 @@ Runs the release binaries from --bin (e2ee-send, e2ee-relay, e2ee-gateway, e2ee-
   7. prints what the relay and Apple saw next to what each device decided, and checks every decision.
 
 Exit status 0 only if every decision and reason is the expected one, every push carried the same headers (except
-apns-id) and the same body length, every filter exited 0 on SIGTERM, no call rang twice on a device, and the relay's
+apns-id) and one body length per crypto suite (classical 2,233, X-Wing 4,093), every filter exited 0 on SIGTERM, no call rang twice on a device, and the relay's
 metrics count one APNs 200 per push it accepted. Python 3
 standard library only.
 """
@@ -172,20 +173,29 @@ class Demo:
                                "--out-dir", "bob-tablet", "--device-token", self.tokens["bob/tablet"], "--topic", TOPIC])
         self.run("e2ee-send", ["device", "add", "--identity", "bob-phone/bob.identity", "--card", "bob-phone/bob.card.json",
                                "--request", "bob-tablet/bob.tablet.request.json"])
+        # The tablet moves to the post-quantum X-Wing suite (a rotation, its X25519 key revoked at once); the phone
+        # signs its new key in (version 4, a format-3 list: the phone stays on the classical suite).
+        self.run("e2ee-send", ["rotate", "--identity", "bob-tablet/bob.identity", "--card", "bob-phone/bob.card.json",
+                               "--suite", "xwing", "--grace-hours", "0"])
+        self.run("e2ee-send", ["device", "add", "--identity", "bob-phone/bob.identity", "--card", "bob-phone/bob.card.json",
+                               "--request", "bob-tablet/bob.tablet.request.json"])
         self.publish_bob()
-        shutil.copyfile(self.path("bob-phone", "bob.card.json"), self.path("bob-v3.card.json"))
+        shutil.copyfile(self.path("bob-phone", "bob.card.json"), self.path("bob-v4.card.json"))
         shutil.copyfile(self.path("alice", "alice.card.json"), self.path("contacts-bob", "alice.card.json"))
         shutil.copyfile(self.path("alice", "alice.card.json"), self.path("contacts-alice", "alice.card.json"))
         old = json.load(open(self.path("bob-old.card.json")))
         new = json.load(open(self.path("contacts-alice", "bob.card.json")))
         devices = {d["device_id"]: d for d in new["devices"]}
-        if new["list_version"] != 3 or sorted(devices) != ["phone", "tablet"]:
-            raise DemoError(f"bob's list should be version 3 with phone and tablet, got {new['list_version']} {sorted(devices)}")
+        if new["list_version"] != 4 or sorted(devices) != ["phone", "tablet"]:
+            raise DemoError(f"bob's list should be version 4 with phone and tablet, got {new['list_version']} {sorted(devices)}")
+        suites = {name: [k.get("suite", 1) for k in d["device_keys"]] for name, d in devices.items()}
+        if new["version"] != 3 or suites["tablet"] != [2] or suites["phone"] != [1, 1]:
+            raise DemoError(f"bob's list should be format 3 with an X-Wing tablet and a classical phone, got {suites}")
         if len(devices["phone"]["device_keys"]) != 2 or devices["phone"]["push"]["device_token"] != self.tokens["bob/phone"]:
             raise DemoError("bob's phone should have two device keys after rotating and keep its device token")
         self.old_key = old["devices"][0]["device_keys"][-1]["key_id"]
         self.fingerprint = self.run("e2ee-send", ["device", "list", "--card", "contacts-alice/bob.card.json"])
-        self.mark("identities (bob: phone + tablet, list v3)")
+        self.mark("identities (bob: classical phone + X-Wing tablet, list v4)")
 
     def publish_bob(self) -> None:
         """bob's phone publishes his current list to the relay (once it runs); cards stay for the filters."""
@@ -467,12 +477,12 @@ class Demo:
         )
         self.mark("deliver: replay and tampered copies")
 
-        # bob's OLD list (version 1: the phone only, its old key): alice has seen version 3, so her sender refuses it
+        # bob's OLD list (version 1: the phone only, its old key): alice has seen version 4, so her sender refuses it
         # as a rollback; a sender that never saw a newer list (fresh pins) uses it, and the old key still opens.
         refused = self.run("e2ee-send", ["text", "--identity", "alice/alice.identity", "--to", self.path("bob-old.card.json"),
                                          "--body", "rolled back", "--contacts", "contacts-alice"] + self.relay_flags(),
                            check=False, status=True)
-        self.refusals.append(("bob's old list (v1) after v3", "older than version 3", refused))
+        self.refusals.append(("bob's old list (v1) after v4", "older than version 4", refused))
         self.send_batch([
             ("text sealed to bob's OLD key", {"kind": "text", "to": self.path("bob-old.card.json"),
                                               "body": "Sent to your previous device key."},
@@ -486,7 +496,7 @@ class Demo:
         ])
         self.mark("batch 2 delivered")
 
-        # bob lost his tablet: the phone removes it (version 4); the next text reaches the phone only.
+        # bob lost his tablet: the phone removes it (version 5); the next text reaches the phone only.
         self.run("e2ee-send", ["device", "remove", "--identity", "bob-phone/bob.identity", "--card", "bob-phone/bob.card.json",
                                "--device-id", "tablet"])
         self.publish_bob()
@@ -497,9 +507,12 @@ class Demo:
         # Whoever serves lists injects a device of its own into bob's list: the sender refuses it.
         # (The removed tablet's entry, renamed: its certificate names "tablet", so it signs nothing in as "ghost".)
         card = json.load(open(self.path("contacts-alice", "bob.card.json")))
-        ghost = [d for d in json.load(open(self.path("bob-v3.card.json")))["devices"] if d["device_id"] == "tablet"][0]
+        ghost = [d for d in json.load(open(self.path("bob-v4.card.json")))["devices"] if d["device_id"] == "tablet"][0]
         ghost["device_id"] = "ghost"
         card["devices"].append(ghost)
+        # The tablet's key is an X-Wing key, which only a version-3 list can hold: the injector says version 3 (or
+        # the list is refused as malformed before its certificates are checked).
+        card["version"] = 3
         with open(self.path("injected", "bob.card.json"), "w") as out:
             json.dump(card, out, indent=2, sort_keys=True)
         refused = self.run("e2ee-send", ["text", "--identity", "alice/alice.identity", "--to",
@@ -635,14 +648,30 @@ def report(demo: Demo, spool: list[dict], statuses: dict[str, int], gateway_stat
 
     header_sets = {json.dumps({k: v for k, v in r["headers"].items() if k != "apns-id"}, sort_keys=True) for r in spool}
     lengths = sorted({len(r["body"].encode()) if "body" in r else len(base64.b64decode(r["body_base64"])) for r in spool})
+
+    def suite_of(record: dict) -> str:
+        """The envelope's suite (PROTOCOL.md §5: bytes 1-2), from the body the relay delivered."""
+        try:
+            envelope = base64.b64decode(json.loads(record["body"])["e2ee"])
+            return {1: "classical", 2: "xwing"}.get(int.from_bytes(envelope[1:3], "big"), "other")
+        except (KeyError, ValueError, TypeError):
+            return "unreadable"
+    lengths_by_suite: dict[str, set[int]] = {}
+    for r in spool:
+        lengths_by_suite.setdefault(suite_of(r), set()).add(
+            len(r["body"].encode()) if "body" in r else len(base64.b64decode(r["body_base64"])))
     same_headers = len(header_sets) == 1
     print(f"headers identical on every spool row (except apns-id): {'yes' if same_headers else 'NO'}"
           + (f" ({next(iter(header_sets))})" if same_headers else f": {len(header_sets)} different sets"))
-    print(f"body lengths seen by the relay: {{{', '.join(str(n) for n in lengths)}}}")
+    print(f"body lengths seen by the relay: {{{', '.join(str(n) for n in lengths)}}}, per suite: "
+          + ", ".join(f"{suite} {sorted(n)}" for suite, n in sorted(lengths_by_suite.items())))
     if not same_headers:
         failures.append(f"the spool rows carry {len(header_sets)} different header sets (apns-id aside)")
-    if len(lengths) != 1:
-        failures.append(f"the spool rows have {len(lengths)} different body lengths: {lengths}")
+    # One body length per suite (PROTOCOL.md §6, §16.3): the classical phone's and alice's pushes are 2,233 bytes,
+    # the X-Wing tablet's 4,093, whatever their kind.
+    if {suite: sorted(n) for suite, n in lengths_by_suite.items()} != {"classical": [2233], "xwing": [4093]}:
+        failures.append(f"the spool rows should have one body length per suite (classical 2233, xwing 4093): "
+                        f"{ {suite: sorted(n) for suite, n in lengths_by_suite.items()} }")
     if len(spool) != len(demo.pushes):
         failures.append(f"the spool holds {len(spool)} records for {len(demo.pushes)} delivered pushes")
 

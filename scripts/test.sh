@@ -20,5 +20,16 @@ if [ -f Tools/independent/check_vectors.py ]; then
   if ! python3 -c "import cryptography" 2>/dev/null; then
     python3 -m pip install --quiet cryptography || { echo "test: error: pip install cryptography failed" >&2; exit 69; }
   fi
+  # ML-KEM-768 for the X-Wing suite (pure Python, deterministic encapsulation for the vectors).
+  if ! python3 -c "import kyber_py" 2>/dev/null; then
+    python3 -m pip install --quiet kyber-py || {
+      echo "test: error: pip install kyber-py failed (the X-Wing checks need it: pip install kyber-py)" >&2; exit 69; }
+  fi
   python3 Tools/independent/check_vectors.py
+  python3 Tools/independent/xwing_vectors.py check
+  # X-Wing pushes the Swift side seals now, with fresh randomness, opened by the independent implementation.
+  fresh="$(mktemp)"
+  trap 'rm -f "$fresh"' EXIT
+  swift run --skip-build e2ee-vectors fresh-xwing > "$fresh"
+  python3 Tools/independent/xwing_vectors.py open-fresh "$fresh"
 fi

@@ -10,6 +10,8 @@ extension ProjectVectors {
     public static let listV1AtMs = baseTimeMs - 3_600_000
     public static let listV2AtMs = baseTimeMs - 1_800_000
     public static let listV3AtMs = baseTimeMs - 600_000
+    /// The tablet moved to the X-Wing suite and signed in again five minutes before ``baseTimeMs`` (list v4).
+    public static let listV4AtMs = baseTimeMs - 300_000
 
     /// `"e2ee-push/device-list/v1" || 0x00` (§11.3), written here from the spec to sign forged lists.
     static let listSignatureLabel: [UInt8] = Array("e2ee-push/device-list/v1".utf8) + [0]
@@ -23,8 +25,32 @@ extension ProjectVectors {
         try! SigningPrivateKey(seed: SecureBytes(copying: seed(label)))
     }
 
-    static func deviceKey(_ label: String) -> X25519PrivateKey {
-        try! X25519PrivateKey(secret: SecureBytes(copying: seed(label)))
+    static func deviceKey(_ label: String) -> DevicePrivateKey {
+        try! DevicePrivateKey(suite: .classical, secret: SecureBytes(copying: seed(label)))
+    }
+
+    /// An X-Wing device key: its 32-byte seed is the seed rule's bytes for `label`.
+    static func xwingDeviceKey(_ label: String) -> DevicePrivateKey {
+        try! DevicePrivateKey(suite: .xwing, secret: SecureBytes(copying: seed(label)))
+    }
+
+    /// Bob's tablet after its move to the X-Wing suite (a rotation at ``listV4AtMs`` with the default grace): the
+    /// X25519 key `bob/tablet/device-key` retired, the X-Wing key `bob/tablet/xwing-device-key` current.
+    public static func bobTabletXWing() -> Identity {
+        try! Identity(
+            userID: "bob",
+            displayName: "Bob",
+            deviceID: "tablet",
+            signingKey: signingKey("bob/tablet/signing-key"),
+            userSigningKey: nil,
+            deviceKeys: [
+                (
+                    deviceKey("bob/tablet/device-key"), listV2AtMs, listV4AtMs,
+                    listV4AtMs + Identity.defaultGracePeriodMs
+                ),
+                (xwingDeviceKey("bob/tablet/xwing-device-key"), listV4AtMs, nil, nil),
+            ]
+        )
     }
 
     /// Bob's second device: signing key `bob/tablet/signing-key`, device key `bob/tablet/device-key`, no user key.
@@ -47,7 +73,11 @@ extension ProjectVectors {
         public let bobV2: DeviceList
         /// The tablet removed.
         public let bobV3: DeviceList
+        /// The tablet signed in again with its X-Wing key (format 3: both suites in one list).
+        public let bobV4: DeviceList
         public let tabletRequest: DeviceRequest
+        /// The X-Wing tablet's request (format 3).
+        public let tabletXWingRequest: DeviceRequest
     }
 
     public static func deviceLists() -> DeviceListSet {
@@ -57,12 +87,20 @@ extension ProjectVectors {
         let request = try! DeviceRequest.make(for: bobTablet(), push: push("bob/tablet/push"), nowMs: listV2AtMs)
         let bobV2 = try! bobV1.signingIn(request, signer: bob, nowMs: listV2AtMs)
         let bobV3 = try! bobV2.removing(deviceID: "tablet", signer: bob, nowMs: listV3AtMs)
+        let xwingRequest = try! DeviceRequest.make(
+            for: bobTabletXWing(),
+            push: push("bob/tablet/push"),
+            nowMs: listV4AtMs
+        )
+        let bobV4 = try! bobV3.signingIn(xwingRequest, signer: bob, nowMs: listV4AtMs)
         return DeviceListSet(
             aliceV1: deviceList(of: keys.sender),
             bobV1: bobV1,
             bobV2: bobV2,
             bobV3: bobV3,
-            tabletRequest: request
+            bobV4: bobV4,
+            tabletRequest: request,
+            tabletXWingRequest: xwingRequest
         )
     }
 
@@ -261,11 +299,38 @@ extension ProjectVectors {
             .keyFile
         )
         add(
-            "format-version-3",
-            "bob's v1 with \"version\": 3",
-            editedJSON(lists.bobV1) { $0["version"] = 3 },
+            "format-version-4",
+            "bob's v1 with \"version\": 4",
+            editedJSON(lists.bobV1) { $0["version"] = 4 },
             pins: nil,
             .keyFile
+        )
+        add(
+            "format-version-2-with-xwing-key",
+            "bob's v4 (an X-Wing key) with \"version\": 2, signature kept",
+            editedJSON(lists.bobV4) { $0["version"] = 2 },
+            pins: nil,
+            .keyFile
+        )
+        add(
+            "xwing-key-as-classical",
+            "bob's v4 with the tablet's X-Wing key entry's \"suite\" removed (read as suite 1: 1,216 bytes is no X25519 key)",
+            editedJSON(lists.bobV4) { object in
+                var devices = object["devices"] as! [[String: Any]]
+                var keys = devices[1]["device_keys"] as! [[String: Any]]
+                keys[1]["suite"] = nil
+                devices[1]["device_keys"] = keys
+                object["devices"] = devices
+            },
+            pins: nil,
+            .keyFile
+        )
+        add(
+            "rollback-to-classical-list",
+            "bob's v3 (format 2: the tablet absent, every key X25519), pinned bob's v4 (the X-Wing tablet)",
+            text(lists.bobV3),
+            pins: lists.bobV4,
+            .listRollback
         )
         var duplicate = lists.bobV2.devices
         duplicate[1].deviceID = "phone"
@@ -382,6 +447,8 @@ extension ProjectVectors {
             "phone": ["bob/signing-key", "bob/device-key-old", "bob/device-key"],
             "tablet": ["bob/tablet/signing-key", "bob/tablet/device-key"],
         ]
+        var bobV4Labels = bobLabels
+        bobV4Labels["tablet"] = ["bob/tablet/signing-key", "bob/tablet/device-key", "bob/tablet/xwing-device-key"]
         let positives = [
             positive(
                 "alice-v1",
@@ -392,6 +459,7 @@ extension ProjectVectors {
             positive("bob-v1", lists.bobV1, userKeyLabel: "bob/user-key", deviceLabels: bobLabels),
             positive("bob-v2", lists.bobV2, userKeyLabel: "bob/user-key", deviceLabels: bobLabels),
             positive("bob-v3", lists.bobV3, userKeyLabel: "bob/user-key", deviceLabels: bobLabels),
+            positive("bob-v4", lists.bobV4, userKeyLabel: "bob/user-key", deviceLabels: bobV4Labels),
         ]
         let accepted: [(String, String, DeviceList?, String)] = [
             ("alice-v1-first-use", "alice-v1", nil, "first-use"),
@@ -400,8 +468,11 @@ extension ProjectVectors {
             ("bob-v3-after-v2", "bob-v3", lists.bobV2, "newer"),
             ("bob-v3-after-v1", "bob-v3", lists.bobV1, "newer"),
             ("bob-v3-unchanged", "bob-v3", lists.bobV3, "unchanged"),
+            ("bob-v4-after-v3", "bob-v4", lists.bobV3, "newer"),
+            ("bob-v4-unchanged", "bob-v4", lists.bobV4, "unchanged"),
         ]
         let request = lists.tabletRequest
+        let xwingRequest = lists.tabletXWingRequest
         return [
             "positive": positives,
             "pin_checks": accepted.map { check -> [String: Any] in
@@ -425,6 +496,15 @@ extension ProjectVectors {
                     "device_key_seed_labels": ["bob/tablet/device-key"],
                     "proof_message": Hex.encode(request.proofMessage()),
                     "proof": Hex.encode(request.proof),
+                    "expected_error": NSNull(),
+                ],
+                [
+                    "name": "bob-tablet-xwing",
+                    "json": String(decoding: xwingRequest.jsonData(), as: UTF8.self),
+                    "signing_key_seed_label": "bob/tablet/signing-key",
+                    "device_key_seed_labels": ["bob/tablet/device-key", "bob/tablet/xwing-device-key"],
+                    "proof_message": Hex.encode(xwingRequest.proofMessage()),
+                    "proof": Hex.encode(xwingRequest.proof),
                     "expected_error": NSNull(),
                 ],
                 [

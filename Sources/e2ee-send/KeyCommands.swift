@@ -22,6 +22,10 @@ struct Keygen: AsyncParsableCommand {
     @Option(name: .long, help: "This device's APNs token (hex), published in the card.") var deviceToken: String?
     @OptionGroup var topic: CardTopicOption
     @Option(name: .long, help: "Lock the identity with the passphrase in this file.") var passphraseFile: String?
+    @Option(
+        name: .long,
+        help: "The device key's crypto suite: classical (X25519) or xwing (post-quantum X-Wing, PROTOCOL.md §16)."
+    ) var suite: SuiteName = .classical
     @Flag(name: .long, help: "Overwrite an existing identity.") var force = false
 
     func run() async throws {
@@ -37,6 +41,7 @@ struct Keygen: AsyncParsableCommand {
                 userID: self.userID,
                 displayName: self.displayName ?? self.userID,
                 deviceID: self.deviceID,
+                suite: self.suite.suite,
                 nowMs: now
             )
             let list = try DeviceList.create(for: identity, push: push, nowMs: now)
@@ -193,6 +198,11 @@ struct Rotate: AsyncParsableCommand {
     @Option(name: .long, help: "Where a device without the user key writes its request.") var requestOut: String?
     @Option(name: .long, help: "Hours the previous key keeps opening pushes; 0 revokes it now.") var graceHours: Int =
         168
+    @Option(
+        name: .long,
+        help:
+            "The new key's crypto suite (classical or xwing); default: the current key's. Moving to xwing is a rotation."
+    ) var suite: SuiteName?
 
     func validate() throws {
         guard (0...100_000).contains(self.graceHours) else {
@@ -209,7 +219,8 @@ struct Rotate: AsyncParsableCommand {
                 id,
                 list: current?.list,
                 nowMs: PushBuilder.systemNowMs(),
-                graceMs: UInt64(self.graceHours) * 3_600_000
+                graceMs: UInt64(self.graceHours) * 3_600_000,
+                suite: self.suite?.suite
             )
             // The list or request first: if it cannot be written, the identity is unchanged and nothing is lost.
             if let list = rotation.list {

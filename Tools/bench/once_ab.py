@@ -11,6 +11,11 @@ file across its runs, as a device does. For example, the runtime linked in again
   swift build -c release --static-swift-stdlib --product e2ee-filter --scratch-path .build-static
   swift build -c release --product e2ee-filter --scratch-path .build-shared
   python3 Tools/bench/once_ab.py .build-static/release .build-shared/release
+
+With --suites, one build and bob's device on each crypto suite instead (docs/PROTOCOL.md §16), alternating run by
+run: what an X-Wing device costs `once` over a classical one, under the same load:
+
+  python3 Tools/bench/once_ab.py .build/release --suites classical,xwing
 """
 import argparse, os, statistics, subprocess, sys, tempfile, time
 
@@ -23,7 +28,10 @@ def main():
     ap.add_argument("bins", nargs="+")
     ap.add_argument("--runs", type=int, default=40, help="runs of `once` per build per round")
     ap.add_argument("--reps", type=int, default=3, help="rounds")
+    ap.add_argument("--suites", default=None, help="one build, bob on each of these suites (comma-separated)")
     a = ap.parse_args()
+    if a.suites:
+        return compare_suites(a.bins[0], a.suites.split(","), a.runs, a.reps)
     for b in a.bins:
         if not os.access(os.path.join(b, "e2ee-filter"), os.X_OK):
             sys.exit(f"once_ab: {b}/e2ee-filter is missing or not executable; build it first (see --help)")
@@ -53,6 +61,39 @@ def main():
                   f"(load {os.getloadavg()[0]:.2f})", flush=True)
     for b in a.bins:
         print(f"once_ab: {b}: medians {', '.join(f'{m:.1f}' for m in medians[b])} ms")
+
+
+def compare_suites(bin_dir, suites, runs, reps):
+    """bob's device on each suite, its own keys, payloads and state; `once` alternates between them run by run."""
+    work = tempfile.mkdtemp(prefix="once-suites-")
+    env = dict(os.environ, E2EE_TOPIC="com.example.e2ee")
+    setups = {}
+    for suite in suites:
+        pb.SUITE = suite
+        folder = os.path.join(work, suite)
+        os.makedirs(folder)
+        keys, contacts = pb.setup(bin_dir, folder)
+        reqs = os.path.join(folder, "requests.jsonl")
+        pb.write_requests(reqs, runs * reps)
+        with open(reqs) as i:
+            lines = subprocess.run([os.path.join(bin_dir, "e2ee-send"), "batch", "--identity", f"{keys}/alice.identity",
+                                    "--contacts", keys], stdin=i, capture_output=True, env=env,
+                                   check=True).stdout.splitlines()
+        setups[suite] = (keys, contacts, lines, os.path.join(folder, "state.sqlite"))
+    print(f"once_ab: load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for r in range(reps):
+        times = {suite: [] for suite in suites}
+        for n in range(r * runs, (r + 1) * runs):
+            for suite in suites:
+                keys, contacts, lines, state = setups[suite]
+                t = time.perf_counter()
+                subprocess.run([os.path.join(bin_dir, "e2ee-filter"), "once", "--identity", f"{keys}/bob.identity",
+                                "--contacts", contacts, "--state", state],
+                               input=lines[n] + b"\n", stdout=subprocess.DEVNULL, check=True)
+                times[suite].append((time.perf_counter() - t) * 1000)
+        print(f"once_ab: round {r + 1} (load {os.getloadavg()[0]:.2f}): " + ", ".join(
+            f"{suite} median {statistics.median(ts):.1f} ms (p10 {sorted(ts)[len(ts) // 10]:.1f})"
+            for suite, ts in times.items()), flush=True)
 
 
 if __name__ == "__main__":

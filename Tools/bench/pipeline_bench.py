@@ -15,18 +15,22 @@
            a 36-second replay window: state size (file + WAL) and RSS at every N/10, peak RSS
 
 Usage: python3 Tools/bench/pipeline_bench.py --bin .build/release [sender|filter|scaling|instructions|soak|all] [--n N]
-       [--spool off|on|both]
+       [--spool off|on|both] [--suite classical|xwing]
 """
 import argparse, json, os, random, resource, shutil, signal, statistics, subprocess, sys, tempfile, threading, time, uuid
 
 def run(cmd, **kw):
     return subprocess.run(cmd, check=True, **kw)
 
+# bob's device key suite (--suite): classical (X25519) or xwing (docs/PROTOCOL.md §16); alice stays classical.
+SUITE = "classical"
+
 def setup(bin_dir, work):
     keys = os.path.join(work, "keys"); os.makedirs(keys)
     send = os.path.join(bin_dir, "e2ee-send")
     run([send, "keygen", "--user-id", "alice", "--display-name", "Alice", "--out-dir", keys], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    run([send, "keygen", "--user-id", "bob", "--display-name", "Bob", "--out-dir", keys, "--device-token", "ab" * 32, "--topic", "com.example.e2ee"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run([send, "keygen", "--user-id", "bob", "--display-name", "Bob", "--out-dir", keys, "--device-token", "ab" * 32, "--topic", "com.example.e2ee",
+         "--suite", SUITE], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     filter_contacts = os.path.join(work, "bob-contacts"); os.makedirs(filter_contacts)
     shutil.copy(os.path.join(keys, "alice.card.json"), filter_contacts)
     return keys, filter_contacts
@@ -305,9 +309,13 @@ def main():
     ap.add_argument("--curve-out", default=None, help="write the RSS curve (seconds, decided, rss_kb) as CSV")
     ap.add_argument("--spool", default="both", choices=["off", "on", "both"],
                     help="sender: the gateway's sink: stdout (off), an fsync'd spool (on), or one run of each (both)")
+    ap.add_argument("--suite", default="classical", choices=["classical", "xwing"],
+                    help="bob's device key suite for the sender and filter runs (xwing: every push 4,093 bytes)")
     ap.add_argument("--replay-retention-hours", type=float, default=0.01,
                     help="soak: the filter's replay window (default 0.01 h = 36 s, so the state ages as over days)")
     a = ap.parse_args()
+    global SUITE
+    SUITE = a.suite
     bin_dir = os.path.abspath(a.bin)
     if a.what in ("sender", "all"):
         print(f"sender: load average before the run: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")

@@ -2,7 +2,8 @@
 """Check Fixtures/e2ee-vectors.json against the independent implementation in e2ee_push.py.
 
 Run from anywhere:  python3 Tools/independent/check_vectors.py [path/to/e2ee-vectors.json]
-Exit status 0 only if every check passes. Needs only the standard library and `cryptography`.
+Exit status 0 only if every check passes. Needs the standard library, `cryptography` and, for the X-Wing keys
+of the device lists, `kyber-py`. The X-Wing envelope vectors are checked by xwing_vectors.py.
 
 Checks:
 - the spec's §3 example key id (X25519 public key 0x07 x 32 -> ab4d2bdb53c7488d);
@@ -203,7 +204,7 @@ def check_device_lists(vectors):
             problems.append("list_tbs")
         if lst.signature.hex() != v["signature"]:
             problems.append("signature differs from the JSON's")
-        resigned = E.Ed25519PrivateKey.from_private_bytes(user_seed).sign(E.LIST_LABEL + tbs)
+        resigned = E.Ed25519PrivateKey.from_private_bytes(user_seed).sign(E.list_signature_message(lst))
         if resigned.hex() != v["signature"]:
             problems.append("re-signing list_tbs with the user seed gives another signature")
         if E.list_digest(lst).hex() != v["digest"]:
@@ -216,7 +217,9 @@ def check_device_lists(vectors):
         for d, dv in zip(lst.devices, v["devices"]):
             if d.signing_key != E.ed25519_public(E.seed(dv["signing_key_seed_label"])):
                 problems.append(f"{d.device_id}: signing key is not the seed's")
-            if [k.public_key for k in d.device_keys] != [E.x25519_public(E.seed(x)) for x in dv["device_key_seed_labels"]]:
+            if len(d.device_keys) != len(dv["device_key_seed_labels"]) or any(
+                    k.public_key != E.device_public_key(E.seed(x), E.SUITES[k.suite])
+                    for k, x in zip(d.device_keys, dv["device_key_seed_labels"])):
                 problems.append(f"{d.device_id}: device keys are not the seeds'")
             msg = E.certificate_message(lst.user_id, d.device_id, d.signing_key, d.signed_in_at_ms)
             if msg.hex() != dv["certificate_message"]:
@@ -268,9 +271,11 @@ def check_device_lists(vectors):
         device_seed = E.seed(v["signing_key_seed_label"])
         if req.signing_key != E.ed25519_public(device_seed):
             problems.append("signing key is not the seed's")
-        if [k.public_key for k in req.device_keys] != [E.x25519_public(E.seed(x)) for x in v["device_key_seed_labels"]]:
+        if len(req.device_keys) != len(v["device_key_seed_labels"]) or any(
+                k.public_key != E.device_public_key(E.seed(x), E.SUITES[k.suite])
+                for k, x in zip(req.device_keys, v["device_key_seed_labels"])):
             problems.append("device keys are not the seeds'")
-        msg = E.request_proof_message(req.user_id, req.device_id, req.signing_key, req.device_keys)
+        msg = E.request_proof_message(req.user_id, req.device_id, req.signing_key, req.device_keys, req.version)
         if msg.hex() != v["proof_message"]:
             problems.append("proof message")
         if E.Ed25519PrivateKey.from_private_bytes(device_seed).sign(msg).hex() != v["proof"] or req.proof.hex() != v["proof"]:

@@ -1,15 +1,18 @@
 """Independent Python implementation of the E2EE push wire format, version 1.
 
-Written from docs/PROTOCOL.md alone (plus RFC 9180, RFC 5869, RFC 8032, RFC 7748), without reading the
-Swift sources, to show that the specification is sufficient to interoperate. Only the standard library
-and the `cryptography` package are used; HPKE (RFC 9180: LabeledExtract / LabeledExpand / DHKEM(X25519,
-HKDF-SHA256) / key schedule in mode_base) is implemented here on top of the raw primitives.
+Written from docs/PROTOCOL.md alone (plus RFC 9180, RFC 5869, RFC 8032, RFC 7748 and
+draft-connolly-cfrg-xwing-kem-06), without reading the Swift sources, to show that the specification is
+sufficient to interoperate. Only the standard library, the `cryptography` package and, for the X-Wing suite,
+`kyber-py` (ML-KEM-768, in xwing.py) are used; HPKE (RFC 9180: LabeledExtract / LabeledExpand /
+DHKEM(X25519, HKDF-SHA256) / the X-Wing KEM / key schedule in mode_base) is implemented here on top of the raw
+primitives.
 
 Public API:
     seed(label)                                  -> 32-byte secret of the vector seed rule (spec §13)
     key_id(public_key, alg)                      -> 8-byte key id (spec §3), alg = ALG_X25519 or ALG_ED25519
     encode_signed_part / decode_signed_part      -> inner message codec (spec §7)
-    seal(message, recipient_public_key, signing_seed, ephemeral_secret) -> SealResult (spec §8)
+    seal(message, recipient_public_key, signing_seed, ephemeral_secret, suite) -> SealResult (spec §8; the
+                                                 ephemeral secret is 32 bytes for suite 1, a 64-byte seed for 2)
     open_body(body, device_keys, contacts, now_ms) -> Opened (spec §9), raises E2EEError with a §10 code
     parse_device_list / load_device_list         -> DeviceList (spec §11.1, §11.4), raises key-file and §11.4 codes
     list_tbs / certificate_message / list_digest -> the signed bytes of §11.2, §11.3 and the pin digest of §11.5
@@ -36,7 +39,7 @@ try:
     from cryptography.exceptions import InvalidSignature, InvalidTag
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
     from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
-    from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 except ImportError:  # pragma: no cover - exercised only without the dependency
     sys.stderr.write(
         "error: the Python package 'cryptography' is required (X25519, Ed25519, ChaCha20-Poly1305).\n"
@@ -50,12 +53,41 @@ except ImportError:  # pragma: no cover - exercised only without the dependency
 VERSION = 0x01
 SUITE = 0x0001
 ALG_X25519 = 0x20
+ALG_XWING = 0x7A
 ALG_ED25519 = 0xED
-HEADER_LEN = 1 + 2 + 8 + 32  # 43
+HEADER_LEN = 1 + 2 + 8 + 32  # 43, suite 0x0001
 TAG_LEN = 16
 SIG_LEN = 64
-BUCKETS = (1536, 2932)
+BUCKETS = (1536, 2932)  # suite 0x0001 over APNs
 MAX_BODY = 4096
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A crypto suite (§2, §5, §6, §16): its HPKE ids, sizes, key id alg byte and APNs padding buckets."""
+    id: int
+    name: str
+    kem_id: int
+    kdf_id: int
+    aead_id: int
+    n_enc: int
+    n_pk: int
+    n_sk: int
+    alg: int
+    buckets: Tuple[int, ...]
+
+    @property
+    def header_len(self) -> int:
+        return 1 + 2 + 8 + self.n_enc
+
+    @property
+    def hpke_suite_id(self) -> bytes:
+        return b"HPKE" + struct.pack(">HHH", self.kem_id, self.kdf_id, self.aead_id)
+
+
+CLASSICAL = Suite(0x0001, "classical", 0x0020, 0x0001, 0x0003, 32, 32, 32, ALG_X25519, BUCKETS)
+XWING = Suite(0x0002, "xwing", 0x647A, 0x0001, 0x0002, 1120, 1216, 32, ALG_XWING, (1844,))
+SUITES = {s.id: s for s in (CLASSICAL, XWING)}
 
 KEY_ID_LABEL = b"e2ee-push/key-id/v1\x00"
 INFO_LABEL = b"e2ee-push/v1\x00"
@@ -112,8 +144,9 @@ def seed(label: str) -> bytes:
 
 
 def key_id(public_key: bytes, alg: int) -> bytes:
-    if len(public_key) != 32 or alg not in (ALG_X25519, ALG_ED25519):
-        raise E2EEError(INVALID_KEY, "key id needs a 32-byte public key and alg 0x20 or 0xED")
+    lengths = {ALG_X25519: 32, ALG_ED25519: 32, ALG_XWING: 1216}
+    if lengths.get(alg) != len(public_key):
+        raise E2EEError(INVALID_KEY, "key id needs alg 0x20 or 0xED with a 32-byte key, or 0x7A with 1,216 bytes")
     return hashlib.sha256(KEY_ID_LABEL + bytes([alg]) + public_key).digest()[:8]
 
 
@@ -188,37 +221,52 @@ def dhkem_decap(enc: bytes, sk_r: bytes) -> bytes:
     return _extract_and_expand(dh, enc + x25519_public(sk_r))
 
 
-def key_schedule_base(shared_secret: bytes, info: bytes) -> Dict[str, bytes]:
+def key_schedule_base(shared_secret: bytes, info: bytes, suite: Suite = CLASSICAL) -> Dict[str, bytes]:
+    """RFC 9180 §5.1 in mode_base. Both suites' AEADs take 32-byte keys and 12-byte nonces (ChaCha20-Poly1305,
+    AES-256-GCM) and both KDFs are HKDF-SHA256: only the suite id differs."""
+    suite_id = suite.hpke_suite_id
     psk, psk_id = b"", b""
-    psk_id_hash = labeled_extract(HPKE_SUITE_ID, b"", b"psk_id_hash", psk_id)
-    info_hash = labeled_extract(HPKE_SUITE_ID, b"", b"info_hash", info)
+    psk_id_hash = labeled_extract(suite_id, b"", b"psk_id_hash", psk_id)
+    info_hash = labeled_extract(suite_id, b"", b"info_hash", info)
     ks_context = bytes([MODE_BASE]) + psk_id_hash + info_hash
-    secret = labeled_extract(HPKE_SUITE_ID, shared_secret, b"secret", psk)
+    secret = labeled_extract(suite_id, shared_secret, b"secret", psk)
     return {
-        "key": labeled_expand(HPKE_SUITE_ID, secret, b"key", ks_context, N_K),
-        "base_nonce": labeled_expand(HPKE_SUITE_ID, secret, b"base_nonce", ks_context, N_N),
-        "exporter_secret": labeled_expand(HPKE_SUITE_ID, secret, b"exp", ks_context, N_H),
+        "key": labeled_expand(suite_id, secret, b"key", ks_context, N_K),
+        "base_nonce": labeled_expand(suite_id, secret, b"base_nonce", ks_context, N_N),
+        "exporter_secret": labeled_expand(suite_id, secret, b"exp", ks_context, N_H),
     }
 
 
-def hpke_info(recipient_key_id: bytes) -> bytes:
+def _aead(suite: Suite, key: bytes):
+    return ChaCha20Poly1305(key) if suite.aead_id == 0x0003 else AESGCM(key)
+
+
+def device_public_key(secret: bytes, suite: Suite = CLASSICAL) -> bytes:
+    """A device key's public key (§3, §16): the X25519 public key, or the X-Wing public key of a 32-byte seed."""
+    if suite is XWING:
+        import xwing
+        return xwing.keygen(secret)
+    return x25519_public(secret)
+
+
+def hpke_info(recipient_key_id: bytes, suite: Suite = CLASSICAL) -> bytes:
     """§8 step 2: "e2ee-push/v1" || 0x00 || version || suite || key_id."""
-    return INFO_LABEL + bytes([VERSION]) + struct.pack(">H", SUITE) + recipient_key_id
+    return INFO_LABEL + bytes([VERSION]) + struct.pack(">H", suite.id) + recipient_key_id
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Padding (§6): ISO/IEC 7816-4 to the smallest bucket strictly larger than the message.
 
 
-def bucket_for(length: int) -> Optional[int]:
-    for b in BUCKETS:
+def bucket_for(length: int, suite: Suite = CLASSICAL) -> Optional[int]:
+    for b in suite.buckets:
         if length < b:
             return b
     return None
 
 
-def pad(data: bytes) -> bytes:
-    bucket = bucket_for(len(data))
+def pad(data: bytes, suite: Suite = CLASSICAL) -> bytes:
+    bucket = bucket_for(len(data), suite)
     if bucket is None:
         raise E2EEError(TOO_LARGE, f"signed inner message of {len(data)} bytes fits no bucket")
     return data + b"\x80" + b"\x00" * (bucket - len(data) - 1)
@@ -574,23 +622,31 @@ class SealResult:
 
 
 def seal(message: InnerMessage, recipient_public_key: bytes, signing_seed: bytes,
-         ephemeral_secret: bytes) -> SealResult:
-    """Seal `message` to `recipient_public_key` with the given ephemeral X25519 secret (deterministic)."""
-    _check(len(recipient_public_key) == 32 and len(signing_seed) == 32 and len(ephemeral_secret) == 32,
-           INVALID_KEY, "keys must be 32 bytes")
-    kid = key_id(recipient_public_key, ALG_X25519)
-    info = hpke_info(kid)
-    shared_secret, enc = dhkem_encap(recipient_public_key, ephemeral_secret)
-    ks = key_schedule_base(shared_secret, info)
-    header = bytes([VERSION]) + struct.pack(">H", SUITE) + kid + enc
-    assert len(header) == HEADER_LEN
+         ephemeral_secret: bytes, suite: Suite = CLASSICAL,
+         recipient_key_id: Optional[bytes] = None) -> SealResult:
+    """Seal `message` to `recipient_public_key` of `suite` with the given encapsulation randomness
+    (deterministic): the ephemeral X25519 secret (suite 1) or X-Wing's 64-byte encapsulation seed (suite 2)."""
+    _check(len(recipient_public_key) == suite.n_pk and len(signing_seed) == 32,
+           INVALID_KEY, f"a {suite.name} public key is {suite.n_pk} bytes, a signing seed 32")
+    # A given recipient_key_id builds a mislabelled envelope (negative vectors only).
+    kid = recipient_key_id or key_id(recipient_public_key, suite.alg)
+    info = hpke_info(kid, suite)
+    if suite is XWING:
+        import xwing
+        shared_secret, enc = xwing.encapsulate(recipient_public_key, ephemeral_secret)
+    else:
+        _check(len(ephemeral_secret) == 32, INVALID_KEY, "the ephemeral X25519 secret is 32 bytes")
+        shared_secret, enc = dhkem_encap(recipient_public_key, ephemeral_secret)
+    ks = key_schedule_base(shared_secret, info, suite)
+    header = bytes([VERSION]) + struct.pack(">H", suite.id) + kid + enc
+    assert len(header) == suite.header_len
     signed_part = encode_signed_part(message)
     sig_input = SIG_LABEL + header + signed_part
     signature = Ed25519PrivateKey.from_private_bytes(signing_seed).sign(sig_input)
     inner = signed_part + signature
-    padded = pad(inner)
+    padded = pad(inner, suite)
     nonce = ks["base_nonce"]  # sequence number 0: base_nonce XOR 0
-    ciphertext = ChaCha20Poly1305(ks["key"]).encrypt(nonce, padded, header)
+    ciphertext = _aead(suite, ks["key"]).encrypt(nonce, padded, header)
     envelope = header + ciphertext
     body = make_body(envelope)
     intermediates = {
@@ -619,34 +675,47 @@ class Opened:
 
 def open_envelope(envelope: bytes, device_keys: Mapping[bytes, object],
                   contacts: Mapping[Tuple[str, bytes], bytes], now_ms: Optional[int] = None) -> Opened:
-    """device_keys: key id -> X25519 secret, or (secret, expires_at_ms or None); contacts: (user_id, signing
-    key id) -> Ed25519 public key (see contacts_from_lists). With now_ms, a key whose expires_at_ms is at or
-    before now_ms is unusable (§5 step 6)."""
+    """device_keys: key id -> X25519 secret, or (secret, expires_at_ms or None), or (secret, expires_at_ms or
+    None, suite id) for a key of another suite (an X-Wing key's secret is its 32-byte seed); contacts:
+    (user_id, signing key id) -> Ed25519 public key (see contacts_from_lists). With now_ms, a key whose
+    expires_at_ms is at or before now_ms is unusable (§5 step 7)."""
     # §5, in order, stopping at the first failure.
     if len(envelope) == 0:
         raise E2EEError(MALFORMED_ENVELOPE, "empty envelope")
     if envelope[0] != VERSION:
         raise E2EEError(UNSUPPORTED_VERSION, f"version {envelope[0]}")
-    if len(envelope) < HEADER_LEN:
+    if len(envelope) < 3:
         raise E2EEError(MALFORMED_ENVELOPE, "truncated header")
-    suite = struct.unpack(">H", envelope[1:3])[0]
-    if suite != SUITE:
-        raise E2EEError(UNSUPPORTED_SUITE, f"suite 0x{suite:04x}")
-    header, ciphertext = envelope[:HEADER_LEN], envelope[HEADER_LEN:]
-    if len(ciphertext) - TAG_LEN not in BUCKETS:
-        raise E2EEError(MALFORMED_ENVELOPE, f"ciphertext length {len(ciphertext)} is not a bucket + 16")
-    kid, enc = header[3:11], header[11:43]
+    suite_id = struct.unpack(">H", envelope[1:3])[0]
+    suite = SUITES.get(suite_id)
+    if suite is None:
+        raise E2EEError(UNSUPPORTED_SUITE, f"suite 0x{suite_id:04x}")
+    if len(envelope) < suite.header_len:
+        raise E2EEError(MALFORMED_ENVELOPE, "truncated header")
+    header, ciphertext = envelope[:suite.header_len], envelope[suite.header_len:]
+    if len(ciphertext) - TAG_LEN not in suite.buckets:
+        raise E2EEError(MALFORMED_ENVELOPE, f"ciphertext length {len(ciphertext)} is not a {suite.name} bucket + 16")
+    kid, enc = header[3:11], header[11:]
     entry = device_keys.get(kid)
     if entry is None:
         raise E2EEError(UNKNOWN_RECIPIENT_KEY, kid.hex())
-    sk_r, expires = entry if isinstance(entry, tuple) else (entry, None)
+    if isinstance(entry, tuple):
+        sk_r, expires, key_suite = (entry + (SUITE,))[:3] if len(entry) == 2 else entry
+    else:
+        sk_r, expires, key_suite = entry, None, SUITE
+    if key_suite != suite.id:
+        raise E2EEError(UNKNOWN_RECIPIENT_KEY, f"{kid.hex()} is a key of suite 0x{key_suite:04x}")
     if expires is not None and (now_ms is None or expires <= now_ms):
         raise E2EEError(UNKNOWN_RECIPIENT_KEY, f"{kid.hex()} expired at {expires}")
     # §9 step 2: every decryption failure is open-failed.
-    shared_secret = dhkem_decap(enc, sk_r)  # raises open-failed on an all-zero DH
-    ks = key_schedule_base(shared_secret, hpke_info(kid))
+    if suite is XWING:
+        import xwing
+        shared_secret = xwing.decapsulate(sk_r, enc)  # implicit rejection: a wrong enc gives another secret
+    else:
+        shared_secret = dhkem_decap(enc, sk_r)  # raises open-failed on an all-zero DH
+    ks = key_schedule_base(shared_secret, hpke_info(kid, suite), suite)
     try:
-        padded = ChaCha20Poly1305(ks["key"]).decrypt(ks["base_nonce"], ciphertext, header)
+        padded = _aead(suite, ks["key"]).decrypt(ks["base_nonce"], ciphertext, header)
     except InvalidTag as exc:
         raise E2EEError(OPEN_FAILED, "AEAD open failed") from exc
     # §9 step 3.
@@ -682,8 +751,11 @@ LIST_VERSION_REUSED = "list-version-reused"
 LIST_FORMAT = "e2ee-device-list"
 REQUEST_FORMAT = "e2ee-device-request"
 LIST_FORMAT_VERSION = 2
+LIST_FORMAT_VERSION_SUITES = 3
 CERT_LABEL = b"e2ee-push/device-cert/v1\x00"
 LIST_LABEL = b"e2ee-push/device-list/v1\x00"
+LIST_LABEL_SUITES = b"e2ee-push/device-list/v3\x00"
+REQUEST_LABEL_SUITES = b"e2ee-push/device-request/v3\x00"
 FINGERPRINT_LABEL = b"e2ee-push/fingerprint/v1\x00"
 REQUEST_LABEL = b"e2ee-push/device-request/v1\x00"
 MAX_JSON_INT = 2**53 - 1
@@ -700,6 +772,7 @@ class ListedKey:
     created_at_ms: int
     retired_at_ms: Optional[int]
     expires_at_ms: Optional[int]
+    suite: int = SUITE
 
 
 @dataclass
@@ -727,6 +800,7 @@ class DeviceList:
     issued_at_ms: int
     devices: List[Device]
     signature: bytes
+    version: int = LIST_FORMAT_VERSION
 
 
 @dataclass
@@ -739,6 +813,7 @@ class DeviceRequest:
     push: Optional[Dict[str, str]]
     created_at_ms: int
     proof: bytes
+    version: int = LIST_FORMAT_VERSION
 
 
 def _kf(cond: bool, rule: str) -> None:
@@ -825,13 +900,16 @@ def _device_keys(obj: Mapping[str, object], where: str) -> List[ListedKey]:
     for i, k in enumerate(arr):  # type: ignore[arg-type]
         w = f"{where}device_keys[{i}]."
         _kf(isinstance(k, dict), f"{w[:-1]} is not an object")
-        pk = _hex(k, "public_key", 32, w)
+        suite_id = _int(k, "suite", 1, w) if "suite" in k else SUITE
+        _kf(suite_id in SUITES, f"{w}suite {suite_id} is not a suite this reader speaks")
+        suite = SUITES[suite_id]
+        pk = _hex(k, "public_key", suite.n_pk, w)
         kid = _hex(k, "key_id", 8, w)
-        _kf(kid == key_id(pk, ALG_X25519), f"{w}key_id is not the key id of public_key")
+        _kf(kid == key_id(pk, suite.alg), f"{w}key_id is not the key id of public_key")
         created = _int(k, "created_at_ms", 0, w)
         retired = _opt_int(k, "retired_at_ms", w)
         expires = _opt_int(k, "expires_at_ms", w)
-        keys.append(ListedKey(pk, kid, created, retired, expires))
+        keys.append(ListedKey(pk, kid, created, retired, expires, suite_id))
     current = [i for i, k in enumerate(keys) if k.retired_at_ms is None]
     _kf(len(current) == 1, f"{where}device_keys: {len(current)} keys without retired_at_ms, exactly one is current")
     _kf(current[0] == len(keys) - 1, f"{where}device_keys: the current key is not the last entry")
@@ -849,8 +927,9 @@ def parse_device_list(text: Union[str, bytes]) -> DeviceList:
     if o.get("version") == 1 and "format" not in o:
         raise E2EEError(KEY_FILE, "a version-1 single-device contact card, not a device list (version 2)")
     _kf(o.get("format") == LIST_FORMAT, f'format is not "{LIST_FORMAT}"')
-    _kf(o.get("version") == LIST_FORMAT_VERSION and not isinstance(o.get("version"), bool),
-        f"version is not {LIST_FORMAT_VERSION}")
+    version = o.get("version")
+    _kf(version in (LIST_FORMAT_VERSION, LIST_FORMAT_VERSION_SUITES) and not isinstance(version, bool),
+        f"version is not {LIST_FORMAT_VERSION} or {LIST_FORMAT_VERSION_SUITES}")
     user_id = _str(o, "user_id", 1, 64, "")
     display_name = _str(o, "display_name", 0, 255, "")
     usk = _hex(o, "user_signing_key", 32, "")
@@ -879,8 +958,11 @@ def parse_device_list(text: Union[str, bytes]) -> DeviceList:
     _kf(len(set(sk_ids)) == len(sk_ids), "a device signing key id appears twice")
     _kf(usk_id not in sk_ids, "a device signing key id equals user_signing_key_id")
     x_ids = [k.key_id for d in devices for k in d.device_keys]
-    _kf(len(set(x_ids)) == len(x_ids), "an X25519 key id appears twice in the list")
-    return DeviceList(user_id, display_name, usk, usk_id, list_version, issued, devices, signature)
+    _kf(len(set(x_ids)) == len(x_ids), "a device key id appears twice in the list")
+    _kf(version == LIST_FORMAT_VERSION_SUITES or all(k.suite == SUITE for d in devices for k in d.device_keys),
+        "a version-2 list holds suite-1 device keys only")
+    return DeviceList(user_id, display_name, usk, usk_id, list_version, issued, devices, signature,
+                      version)  # type: ignore[arg-type]
 
 
 def _str8(s: str) -> bytes:
@@ -896,19 +978,22 @@ def certificate_message(user_id: str, device_id: str, device_signing_key: bytes,
 
 
 def list_tbs(lst: DeviceList) -> bytes:
-    """§11.3 list_tbs (without the label)."""
-    out = (_str8(lst.user_id) + _str8(lst.display_name) + lst.user_signing_key
-           + struct.pack(">QQB", lst.list_version, lst.issued_at_ms, len(lst.devices)))
+    """§11.3 list_tbs (without the label); version 3 starts with 0x00 0x03 and gives each key's suite."""
+    suites = lst.version == LIST_FORMAT_VERSION_SUITES
+    out = b"\x00\x03" if suites else b""
+    out += (_str8(lst.user_id) + _str8(lst.display_name) + lst.user_signing_key
+            + struct.pack(">QQB", lst.list_version, lst.issued_at_ms, len(lst.devices)))
     for d in lst.devices:
         out += _str8(d.device_id) + d.signing_key + struct.pack(">Q", d.signed_in_at_ms) + d.certificate
         out += bytes([len(d.device_keys)])
         for k in d.device_keys:
+            out += struct.pack(">H", k.suite) if suites else b""
             out += k.public_key + struct.pack(">QQQ", k.created_at_ms, k.retired_at_ms or 0, k.expires_at_ms or 0)
     return out
 
 
 def list_signature_message(lst: DeviceList) -> bytes:
-    return LIST_LABEL + list_tbs(lst)
+    return (LIST_LABEL_SUITES if lst.version == LIST_FORMAT_VERSION_SUITES else LIST_LABEL) + list_tbs(lst)
 
 
 def list_digest(lst: DeviceList) -> bytes:
@@ -967,32 +1052,41 @@ def contacts_from_lists(lists: List[DeviceList]) -> Dict[Tuple[str, bytes], byte
 
 
 def request_proof_message(user_id: str, device_id: str, device_signing_key: bytes,
-                          keys: List[ListedKey]) -> bytes:
-    """§11.8: the bytes the new device's signing key signs."""
-    out = REQUEST_LABEL + _str8(user_id) + _str8(device_id) + device_signing_key + bytes([len(keys)])
-    return out + b"".join(k.public_key + struct.pack(">Q", k.created_at_ms) for k in keys)
+                          keys: List[ListedKey], version: int = LIST_FORMAT_VERSION) -> bytes:
+    """§11.8: the bytes the new device's signing key signs (version 3: its own label, each key's suite)."""
+    suites = version == LIST_FORMAT_VERSION_SUITES
+    out = ((REQUEST_LABEL_SUITES if suites else REQUEST_LABEL) + _str8(user_id) + _str8(device_id)
+           + device_signing_key + bytes([len(keys)]))
+    return out + b"".join((struct.pack(">H", k.suite) if suites else b"") + k.public_key
+                          + struct.pack(">Q", k.created_at_ms) for k in keys)
 
 
 def load_device_request(text: Union[str, bytes]) -> DeviceRequest:
     """§11.8: well-formedness (key-file) then the proof."""
     o = _load_json(text, "device request")
     _kf(o.get("format") == REQUEST_FORMAT, f'format is not "{REQUEST_FORMAT}"')
-    _kf(o.get("version") == LIST_FORMAT_VERSION and not isinstance(o.get("version"), bool),
-        f"version is not {LIST_FORMAT_VERSION}")
+    version = o.get("version")
+    _kf(version in (LIST_FORMAT_VERSION, LIST_FORMAT_VERSION_SUITES) and not isinstance(version, bool),
+        f"version is not {LIST_FORMAT_VERSION} or {LIST_FORMAT_VERSION_SUITES}")
     user_id = _str(o, "user_id", 1, 64, "")
     device_id = _device_id(o, "")
     sk = _hex(o, "signing_key", 32, "")
     sk_id = _hex(o, "signing_key_id", 8, "")
     _kf(sk_id == key_id(sk, ALG_ED25519), "signing_key_id is not the key id of signing_key")
     keys = _device_keys(o, "")
+    all_classical = all(k.suite == SUITE for k in keys)
+    _kf(all_classical == (version == LIST_FORMAT_VERSION),
+        "a version-2 request has suite-1 keys only, a version-3 request a key of another suite")
     created = _int(o, "created_at_ms", 0, "")
     proof_hex = o.get("proof")
     _kf(isinstance(proof_hex, str) and _HEX_RE.match(proof_hex) is not None and len(proof_hex) % 2 == 0,
         "proof is not hex")
     proof = bytes.fromhex(proof_hex)  # type: ignore[arg-type]
-    req = DeviceRequest(user_id, device_id, sk, sk_id, keys, _push(o, ""), created, proof)
+    req = DeviceRequest(user_id, device_id, sk, sk_id, keys, _push(o, ""), created, proof,
+                        version)  # type: ignore[arg-type]
     # A proof of another length than 64 bytes is a proof that does not verify (§11.8).
-    if not ed25519_verify_strict(sk, proof, request_proof_message(user_id, device_id, sk, keys)):
+    if not ed25519_verify_strict(sk, proof, request_proof_message(user_id, device_id, sk, keys,
+                                                                  version)):  # type: ignore[arg-type]
         raise E2EEError(BAD_SIGNATURE, "the proof does not verify under the request's signing_key")
     return req
 

@@ -1,8 +1,9 @@
 import Dispatch
 // libFuzzer target: the filter's whole decode path — an input line (request line, spool record or bare APNs body)
 // → JSON → envelope → HPKE → inner message → signature → replay/clock/call rules → exactly one decision.
-// Seeds: the bodies in Fixtures/e2ee-vectors.json (see `make fuzz`), sealed to the keys built below from the same
-// seed labels, so mutations of real payloads reach every stage.
+// Seeds: the bodies in Fixtures/e2ee-vectors.json and e2ee-vectors-xwing.json (scripts/fuzz-corpus.py), sealed to
+// the keys built below from the same seed labels (bob's classical phone, bob's X-Wing tablet), so mutations of real
+// payloads of both suites reach every stage.
 @_spi(Vectors) import E2EECore
 import Logging
 import NotificationFilter
@@ -29,12 +30,12 @@ let engine: FilterEngine = {
         userSigningKey: SigningPrivateKey(seed: SecureBytes(copying: seed("bob/user-key"))),
         deviceKeys: [
             (
-                key: try! X25519PrivateKey(secret: SecureBytes(copying: seed("bob/device-key-old"))),
+                key: try! DevicePrivateKey(suite: .classical, secret: SecureBytes(copying: seed("bob/device-key-old"))),
                 createdAtMs: 1_789_913_600_000, retiredAtMs: hourBefore,
                 expiresAtMs: hourBefore + Identity.defaultGracePeriodMs
             ),
             (
-                key: try! X25519PrivateKey(secret: SecureBytes(copying: seed("bob/device-key"))),
+                key: try! DevicePrivateKey(suite: .classical, secret: SecureBytes(copying: seed("bob/device-key"))),
                 createdAtMs: hourBefore, retiredAtMs: nil, expiresAtMs: nil
             ),
         ]
@@ -47,7 +48,7 @@ let engine: FilterEngine = {
         userSigningKey: SigningPrivateKey(seed: SecureBytes(copying: seed("alice/user-key"))),
         deviceKeys: [
             (
-                key: try! X25519PrivateKey(secret: SecureBytes(copying: seed("alice/device-key"))),
+                key: try! DevicePrivateKey(suite: .classical, secret: SecureBytes(copying: seed("alice/device-key"))),
                 createdAtMs: hourBefore, retiredAtMs: nil, expiresAtMs: nil
             )
         ]
@@ -61,9 +62,39 @@ let engine: FilterEngine = {
         now: { 1_790_000_001_000 },
         logger: logger
     )
+    // Bob's tablet after its move to X-Wing (as in the vectors' list bob-v4): its X25519 key in grace, its X-Wing
+    // key current.
+    let movedAt: UInt64 = 1_789_999_700_000
+    let tablet = try! Identity(
+        userID: "bob",
+        displayName: "Bob",
+        deviceID: "tablet",
+        signingKey: SigningPrivateKey(seed: SecureBytes(copying: seed("bob/tablet/signing-key"))),
+        deviceKeys: [
+            (
+                key: try! DevicePrivateKey(
+                    suite: .classical,
+                    secret: SecureBytes(copying: seed("bob/tablet/device-key"))
+                ),
+                createdAtMs: 1_789_998_200_000, retiredAtMs: movedAt,
+                expiresAtMs: movedAt + Identity.defaultGracePeriodMs
+            ),
+            (
+                key: try! DevicePrivateKey(
+                    suite: .xwing,
+                    secret: SecureBytes(copying: seed("bob/tablet/xwing-device-key"))
+                ),
+                createdAtMs: movedAt, retiredAtMs: nil, expiresAtMs: nil
+            ),
+        ]
+    )
+    let contacts = ContactBook([try! alice.card(nowMs: hourBefore)])
     return try! FilterEngine(
         store: store,
-        accounts: [FilterAccount(identity: bob, contacts: ContactBook([try alice.card(nowMs: hourBefore)]))],
+        accounts: [
+            FilterAccount(identity: bob, contacts: contacts),
+            FilterAccount(name: "bob-tablet", identity: tablet, contacts: contacts),
+        ],
         reporter: reporter,
         now: { 1_790_000_001_000 },
         logger: logger

@@ -6,6 +6,7 @@ import Foundation
 
 extension DeviceList.DeviceKeyEntry: Codable {
     enum CodingKeys: String, CodingKey {
+        case suite
         case keyID = "key_id"
         case publicKey = "public_key"
         case createdAtMs = "created_at_ms"
@@ -15,7 +16,16 @@ extension DeviceList.DeviceKeyEntry: Codable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.publicKey = try c.decode(X25519PublicKey.self, forKey: .publicKey)
+        // §11.1: `suite` is the key's suite id, absent for suite 1 (the only suite of a version-2 list).
+        let suiteID = try c.decodeIfPresent(UInt16.self, forKey: .suite) ?? CryptoSuite.classical.id
+        guard let suite = CryptoSuite.withID(suiteID) else {
+            throw E2EEError(
+                .keyFile,
+                "a device key is of crypto suite \(suiteID), which this release does not speak: update the app"
+            )
+        }
+        let publicKey = try c.decode(HexBytes.self, forKey: .publicKey).bytes
+        self.publicKey = try DevicePublicKey(suite: suite, rawRepresentation: publicKey)
         let keyID = try c.decode(KeyID.self, forKey: .keyID)
         guard keyID == self.publicKey.keyID else {
             throw E2EEError(.keyFile, "device key id \(keyID) does not match its public key")
@@ -27,8 +37,9 @@ extension DeviceList.DeviceKeyEntry: Codable {
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
+        if self.publicKey.suite != .classical { try c.encode(self.publicKey.suite.id, forKey: .suite) }
         try c.encode(self.keyID, forKey: .keyID)
-        try c.encode(self.publicKey, forKey: .publicKey)
+        try c.encode(HexBytes(self.publicKey.rawRepresentation), forKey: .publicKey)
         try c.encode(self.createdAtMs, forKey: .createdAtMs)
         try c.encodeIfPresent(self.retiredAtMs, forKey: .retiredAtMs)
         try c.encodeIfPresent(self.expiresAtMs, forKey: .expiresAtMs)
@@ -103,7 +114,9 @@ extension DeviceList: Codable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let format = try c.decodeIfPresent(String.self, forKey: .format)
         let version = try c.decodeIfPresent(Int.self, forKey: .version)
-        guard format == DeviceList.format, version == DeviceList.formatVersion else {
+        guard format == DeviceList.format, let version,
+            [DeviceList.classicalFormatVersion, DeviceList.suitesFormatVersion].contains(version)
+        else {
             if format == nil, version == 1 {
                 throw E2EEError(
                     .keyFile,
@@ -112,9 +125,10 @@ extension DeviceList: Codable {
             }
             throw E2EEError(
                 .keyFile,
-                "not a device list: expected \"format\": \"e2ee-device-list\" and \"version\": 2, got \(format.map { "\"\($0)\"" } ?? "no format") and version \(version.map(String.init) ?? "none")"
+                "not a device list: expected \"format\": \"e2ee-device-list\" and \"version\": 2 or 3, got \(format.map { "\"\($0)\"" } ?? "no format") and version \(version.map(String.init) ?? "none")"
             )
         }
+        self.formatVersion = version
         self.userID = try c.decode(String.self, forKey: .userID)
         self.displayName = try c.decode(String.self, forKey: .displayName)
         self.userSigningKey = try c.decode(SigningPublicKey.self, forKey: .userSigningKey)
@@ -131,7 +145,7 @@ extension DeviceList: Codable {
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(DeviceList.format, forKey: .format)
-        try c.encode(DeviceList.formatVersion, forKey: .version)
+        try c.encode(self.formatVersion, forKey: .version)
         try c.encode(self.userID, forKey: .userID)
         try c.encode(self.displayName, forKey: .displayName)
         try c.encode(self.userSigningKey, forKey: .userSigningKey)
@@ -176,18 +190,6 @@ extension DeviceList: Codable {
         } catch {
             throw E2EEError(error.code, "\(path): \(error.message)")
         }
-    }
-}
-
-extension X25519PublicKey: Codable {
-    public init(from decoder: any Decoder) throws {
-        let hex = try decoder.singleValueContainer().decode(String.self)
-        guard let bytes = Hex.decode(hex) else { throw E2EEError(.keyFile, "a public key must be hex") }
-        try self.init(rawRepresentation: bytes)
-    }
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(Hex.encode(self.rawRepresentation))
     }
 }
 

@@ -11,9 +11,9 @@ import Foundation
 /// certificates and the signature (§11.4), so a parsed list was signed by its `userSigningKey`. Whether that
 /// key is the one to trust for the user is the caller's decision (``DevicePins``).
 public struct DeviceList: Sendable, Hashable {
-    /// One X25519 device key as published.
+    /// One device key as published: a public key of one crypto suite.
     public struct DeviceKeyEntry: Sendable, Hashable {
-        public var publicKey: X25519PublicKey
+        public var publicKey: DevicePublicKey
         public var createdAtMs: UInt64
         /// When a newer key replaced it; nil for the current key.
         public var retiredAtMs: UInt64?
@@ -21,7 +21,7 @@ public struct DeviceList: Sendable, Hashable {
         public var expiresAtMs: UInt64?
         public var keyID: KeyID { self.publicKey.keyID }
 
-        public init(publicKey: X25519PublicKey, createdAtMs: UInt64, retiredAtMs: UInt64?, expiresAtMs: UInt64?) {
+        public init(publicKey: DevicePublicKey, createdAtMs: UInt64, retiredAtMs: UInt64?, expiresAtMs: UInt64?) {
             self.publicKey = publicKey
             self.createdAtMs = createdAtMs
             self.retiredAtMs = retiredAtMs
@@ -68,9 +68,16 @@ public struct DeviceList: Sendable, Hashable {
     public internal(set) var issuedAtMs: UInt64
     public internal(set) var devices: [Device]
     public internal(set) var signature: [UInt8]
+    /// The format of this list (`"version"` in JSON, §11.1): 2 when every device key is of the classical suite (the
+    /// suite is implied), 3 when one is not (each key's suite is written and signed). A signer writes the lowest
+    /// format that holds its keys, so lists of users who never left the classical suite stay readable by earlier
+    /// releases.
+    public internal(set) var formatVersion: Int
 
-    /// The format version of this card (`"version"` in JSON).
-    public static let formatVersion = 2
+    /// The format of a list whose keys are all of the classical suite.
+    public static let classicalFormatVersion = 2
+    /// The format of a list with a key of another suite.
+    public static let suitesFormatVersion = 3
     /// The `"format"` value of a device list.
     public static let format = "e2ee-device-list"
     /// The most devices a user can have.
@@ -80,6 +87,18 @@ public struct DeviceList: Sendable, Hashable {
 
     static let certificateLabel: [UInt8] = Array("e2ee-push/device-cert/v1".utf8) + [0]
     static let listLabel: [UInt8] = Array("e2ee-push/device-list/v1".utf8) + [0]
+    static let listLabelWithSuites: [UInt8] = Array("e2ee-push/device-list/v3".utf8) + [0]
+
+    /// The format that holds `devices`' keys: 2 when all are classical, else 3.
+    static func formatVersion(for devices: [Device]) -> Int {
+        devices.allSatisfy { $0.deviceKeys.allSatisfy { $0.publicKey.suite == .classical } }
+            ? classicalFormatVersion : suitesFormatVersion
+    }
+
+    /// The label of this list's signature (§11.3): one per format.
+    var signatureLabel: [UInt8] {
+        self.formatVersion == DeviceList.classicalFormatVersion ? DeviceList.listLabel : DeviceList.listLabelWithSuites
+    }
     static let fingerprintLabel: [UInt8] = Array("e2ee-push/fingerprint/v1".utf8) + [0]
 
     // MARK: lookups
@@ -134,9 +153,15 @@ public struct DeviceList: Sendable, Hashable {
         return w.bytes
     }
 
-    /// `list_tbs` (§11.3), without the label.
+    /// `list_tbs` (§11.3), without the label. Format 3 starts with 0x00 0x03 (a format-2 `list_tbs` starts with the
+    /// user id's non-zero length) and writes each key's suite before its public key.
     public func toBeSigned() -> [UInt8] {
         var w = ByteWriter()
+        let withSuites = self.formatVersion != DeviceList.classicalFormatVersion
+        if withSuites {
+            w.u8(0x00)
+            w.u8(UInt8(DeviceList.suitesFormatVersion))
+        }
         try! w.str8(self.userID, field: "user id")
         try! w.str8(self.displayName, field: "display name")
         w.raw(self.userSigningKey.rawRepresentation)
@@ -150,6 +175,7 @@ public struct DeviceList: Sendable, Hashable {
             w.raw(device.certificate)
             w.u8(UInt8(device.deviceKeys.count))
             for key in device.deviceKeys {
+                if withSuites { w.u16(key.publicKey.suite.id) }
                 w.raw(key.publicKey.rawRepresentation)
                 w.u64(key.createdAtMs)
                 w.u64(key.retiredAtMs ?? 0)
@@ -179,7 +205,7 @@ public struct DeviceList: Sendable, Hashable {
                 )
             }
         }
-        guard self.userSigningKey.isValidSignature(self.signature, for: DeviceList.listLabel + self.toBeSigned())
+        guard self.userSigningKey.isValidSignature(self.signature, for: self.signatureLabel + self.toBeSigned())
         else {
             throw E2EEError(
                 .badListSignature,
@@ -254,6 +280,13 @@ public struct DeviceList: Sendable, Hashable {
 
     /// Checks everything §11.1 asks beyond the JSON types.
     func checkWellFormed(signed: Bool = true) throws(E2EEError) {
+        // A list being built gets its format when it is signed (``sign(with:nowMs:bumpVersion:)``).
+        guard
+            !signed || self.formatVersion == DeviceList.suitesFormatVersion
+                || DeviceList.formatVersion(for: self.devices) == DeviceList.classicalFormatVersion
+        else {
+            throw E2EEError(.keyFile, "a device list of version 2 holds classical device keys only (suite 1)")
+        }
         guard (1...InnerMessage.maximumUserIDLength).contains(self.userID.utf8.count) else {
             throw E2EEError(.keyFile, "a device list's user_id is 1-64 bytes")
         }
@@ -331,8 +364,10 @@ public struct DeviceList: Sendable, Hashable {
         listVersion: UInt64,
         issuedAtMs: UInt64,
         devices: [Device],
-        signature: [UInt8]
+        signature: [UInt8],
+        formatVersion: Int? = nil
     ) {
+        self.formatVersion = formatVersion ?? DeviceList.formatVersion(for: devices)
         self.userID = userID
         self.displayName = displayName
         self.userSigningKey = userSigningKey
@@ -509,8 +544,9 @@ public struct DeviceList: Sendable, Hashable {
             self.listVersion += 1
         }
         self.issuedAtMs = min(nowMs, DeviceList.maximumInteger)
+        self.formatVersion = DeviceList.formatVersion(for: self.devices)
         try self.checkWellFormed(signed: false)
-        self.signature = try userKey.signature(for: DeviceList.listLabel + self.toBeSigned())
+        self.signature = try userKey.signature(for: self.signatureLabel + self.toBeSigned())
     }
 
     /// A list from its parts, unsigned checks only (test vectors build forged lists with it).

@@ -18,6 +18,13 @@ public struct DeviceRequest: Sendable, Hashable {
 
     public static let format = "e2ee-device-request"
     static let proofLabel: [UInt8] = Array("e2ee-push/device-request/v1".utf8) + [0]
+    static let proofLabelWithSuites: [UInt8] = Array("e2ee-push/device-request/v3".utf8) + [0]
+
+    /// The request's format (`"version"`, §11.8): 2 when every key is classical, 3 when one is not, as for lists.
+    public var formatVersion: Int {
+        self.deviceKeys.allSatisfy { $0.publicKey.suite == .classical }
+            ? DeviceList.classicalFormatVersion : DeviceList.suitesFormatVersion
+    }
 
     /// The request of `identity`'s device, signed with its device signing key.
     public static func make(
@@ -40,15 +47,17 @@ public struct DeviceRequest: Sendable, Hashable {
         return request
     }
 
-    /// The bytes the proof signs (label included).
+    /// The bytes the proof signs (label included). Version 3 has its own label and writes each key's suite.
     public func proofMessage() -> [UInt8] {
         var w = ByteWriter()
-        w.raw(DeviceRequest.proofLabel)
+        let withSuites = self.formatVersion != DeviceList.classicalFormatVersion
+        w.raw(withSuites ? DeviceRequest.proofLabelWithSuites : DeviceRequest.proofLabel)
         try! w.str8(self.userID, field: "user id")
         try! w.str8(self.deviceID, field: "device id")
         w.raw(self.signingKey.rawRepresentation)
         w.u8(UInt8(clamping: self.deviceKeys.count))
         for key in self.deviceKeys {
+            if withSuites { w.u16(key.publicKey.suite.id) }
             w.raw(key.publicKey.rawRepresentation)
             w.u64(key.createdAtMs)
         }
@@ -101,12 +110,13 @@ extension DeviceRequest: Codable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
+        let version = try c.decodeIfPresent(Int.self, forKey: .version)
         guard try c.decodeIfPresent(String.self, forKey: .format) == DeviceRequest.format,
-            try c.decodeIfPresent(Int.self, forKey: .version) == DeviceList.formatVersion
+            let version, [DeviceList.classicalFormatVersion, DeviceList.suitesFormatVersion].contains(version)
         else {
             throw E2EEError(
                 .keyFile,
-                "not a device request: expected \"format\": \"e2ee-device-request\" and \"version\": 2 (make one with e2ee-send device request)"
+                "not a device request: expected \"format\": \"e2ee-device-request\" and \"version\": 2 or 3 (make one with e2ee-send device request)"
             )
         }
         self.userID = try c.decode(String.self, forKey: .userID)
@@ -119,12 +129,18 @@ extension DeviceRequest: Codable {
         self.push = try c.decodeIfPresent(DeviceList.Push.self, forKey: .push)
         self.createdAtMs = try c.decode(UInt64.self, forKey: .createdAtMs)
         self.proof = try c.decode(HexBytes.self, forKey: .proof).bytes
+        guard version == self.formatVersion else {
+            throw E2EEError(
+                .keyFile,
+                "a device request of version \(version) must have \(version == 2 ? "only classical keys" : "a key of another suite than the classical one")"
+            )
+        }
     }
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(DeviceRequest.format, forKey: .format)
-        try c.encode(DeviceList.formatVersion, forKey: .version)
+        try c.encode(self.formatVersion, forKey: .version)
         try c.encode(self.userID, forKey: .userID)
         try c.encode(self.deviceID, forKey: .deviceID)
         try c.encode(self.signingKey, forKey: .signingKey)

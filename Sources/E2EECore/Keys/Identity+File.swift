@@ -1,5 +1,7 @@
 extension Identity {
     static let magic: [UInt8] = Array("E2EEID".utf8) + [0x00, 0x02]
+    /// Version 3: like version 2, with each device key's suite (u16) before its secret (§12).
+    static let magicWithSuites: [UInt8] = Array("E2EEID".utf8) + [0x00, 0x03]
     static let magicVersion1: [UInt8] = Array("E2EEID".utf8) + [0x00, 0x01]
     static let plainProtection: UInt8 = 0x00
     static let passphraseProtection: UInt8 = 0x01
@@ -27,9 +29,10 @@ extension Identity {
     /// Writes the identity file (mode 0600, atomic), locked with `passphrase` when one is given.
     public func save(path: String, passphrase: SecureBytes? = nil, cost: PassphraseCost = .extension) throws(E2EEError)
     {
-        var body = try self.encodeBody()
+        let withSuites = !self.deviceKeys.allSatisfy { $0.privateKey.suite == .classical }
+        var body = try self.encodeBody(withSuites: withSuites)
         defer { secureWipe(&body) }
-        var file = Identity.magic
+        var file = withSuites ? Identity.magicWithSuites : Identity.magic
         defer { secureWipe(&file) }
         if let passphrase {
             let salt = Primitives.randomBytes(Primitives.pwhashSaltLength)
@@ -62,7 +65,8 @@ extension Identity {
         try self.checkIsIdentityFile(path: path)
         let file = try SecretFile.read(path: path)
         return file.withUnsafeBytes {
-            $0.count > magic.count && Array($0.prefix(magic.count)) == magic && $0[magic.count] == passphraseProtection
+            $0.count > magic.count && [magic, magicWithSuites].contains(Array($0.prefix(magic.count)))
+                && $0[magic.count] == passphraseProtection
         }
     }
 
@@ -118,10 +122,11 @@ extension Identity {
                 "\(path) is a single-device identity of an earlier release (version 1), which has no device id or user key: create a new identity with `e2ee-send keygen`"
             )
         }
-        guard fileMagic == magic else { throw badFile("wrong magic or version") }
+        guard fileMagic == magic || fileMagic == magicWithSuites else { throw badFile("wrong magic or version") }
+        let withSuites = fileMagic == magicWithSuites
         switch try r.u8("protection") {
         case plainProtection:
-            return try decodeBody(bytes, range: r.offset..<bytes.count, makeError: badFile)
+            return try decodeBody(bytes, range: r.offset..<bytes.count, withSuites: withSuites, makeError: badFile)
         case passphraseProtection:
             let ops = try r.u64("opslimit")
             let mem = try r.u64("memlimit")
@@ -135,7 +140,7 @@ extension Identity {
             let body = try Primitives.secretboxOpen(key: key, nonce: nonce, ciphertext: sealed)
             var plain = body.withUnsafeBytes { Array($0) }
             defer { secureWipe(&plain) }
-            return try decodeBody(plain, range: 0..<plain.count, makeError: badFile)
+            return try decodeBody(plain, range: 0..<plain.count, withSuites: withSuites, makeError: badFile)
         default:
             throw badFile("unknown protection byte")
         }
@@ -143,8 +148,9 @@ extension Identity {
 
     /// body: user_id str8 | display_name str8 | device_id str8 | device_signing_seed [32] |
     ///       has_user_key u8 | [user_signing_seed [32]] | key_count u8 |
-    ///       key_count × (x25519_secret [32] | created_at_ms u64 | retired_at_ms u64 | expires_at_ms u64), 0 = none
-    func encodeBody() throws(E2EEError) -> [UInt8] {
+    ///       key_count × ([suite u16, version 3] | secret [32] | created_at_ms u64 | retired_at_ms u64 |
+    ///                    expires_at_ms u64), 0 = none
+    func encodeBody(withSuites: Bool) throws(E2EEError) -> [UInt8] {
         var w = ByteWriter()
         try w.str8(self.userID, field: "user id", allowEmpty: false)
         try w.str8(self.displayName, field: "display name")
@@ -158,6 +164,7 @@ extension Identity {
         }
         w.u8(UInt8(self.deviceKeys.count))
         for key in self.deviceKeys {
+            if withSuites { w.u16(key.privateKey.suite.id) }
             key.privateKey.secret.withUnsafeBytes { w.raw(Array($0)) }
             w.u64(key.createdAtMs)
             w.u64(key.retiredAtMs ?? 0)
@@ -169,6 +176,7 @@ extension Identity {
     static func decodeBody(
         _ bytes: [UInt8],
         range: Range<Int>,
+        withSuites: Bool,
         makeError: @escaping @Sendable (String) -> E2EEError
     ) throws(E2EEError) -> Identity {
         var r = ByteReader(bytes, range: range, makeError: makeError)
@@ -190,14 +198,18 @@ extension Identity {
         let count = Int(try r.u8("key count"))
         var keys: [DeviceKey] = []
         for _ in 0..<count {
-            var secret = try r.take(Primitives.x25519KeyLength, "device key")
+            let suiteID = withSuites ? try r.u16("device key suite") : CryptoSuite.classical.id
+            guard let suite = CryptoSuite.withID(suiteID) else {
+                throw makeError("a device key is of crypto suite \(suiteID), which this release does not speak")
+            }
+            var secret = try r.take(suite.secretKeyLength, "device key")
             defer { secureWipe(&secret) }
             let created = try r.u64("created at")
             let retired = try r.u64("retired at")
             let expires = try r.u64("expires at")
             keys.append(
                 DeviceKey(
-                    privateKey: try X25519PrivateKey(secret: SecureBytes(copying: secret)),
+                    privateKey: try DevicePrivateKey(suite: suite, secret: SecureBytes(copying: secret)),
                     createdAtMs: created,
                     retiredAtMs: retired == 0 ? nil : retired,
                     expiresAtMs: expires == 0 ? nil : expires

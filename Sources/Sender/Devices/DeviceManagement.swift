@@ -88,18 +88,24 @@ public enum DeviceManagement: Sendable {
     ///
     /// - Parameters:
     ///   - list: the user's current list (its push addresses and devices are kept); required on a managing device.
+    ///   - suite: the new key's crypto suite; nil keeps the current key's (docs/PROTOCOL.md §16.4).
     /// - Throws: `.usage` when a managing device has no list or is not in it.
     public static func rotate(
         _ identity: Identity,
         list: DeviceList?,
         nowMs: UInt64,
-        graceMs: UInt64
+        graceMs: UInt64,
+        suite: CryptoSuite? = nil
     )
         throws(SenderError) -> Rotation
     {
         var rotated = identity
         let old = identity.currentDeviceKey.keyID
-        let new = rotated.rotate(nowMs: nowMs, gracePeriodMs: graceMs).keyID
+        let new = rotated.rotate(nowMs: nowMs, gracePeriodMs: graceMs, suite: suite).keyID
+        let newSuite = rotated.currentDeviceKey.privateKey.suite
+        let suiteNote =
+            newSuite == identity.currentDeviceKey.privateKey.suite
+            ? "" : " (suite \(identity.currentDeviceKey.privateKey.suite.name) -> \(newSuite.name))"
         let deadline =
             graceMs == 0
             ? "revoked: the old key opens nothing from now on"
@@ -108,7 +114,7 @@ public enum DeviceManagement: Sendable {
             identity: rotated,
             oldKeyID: old,
             newKeyID: new,
-            message: "rotated device key \(old) -> \(new); \(deadline)"
+            message: "rotated device key \(old) -> \(new)\(suiteNote); \(deadline)"
         )
         if identity.userSigningKey != nil {
             guard let list else {

@@ -26,11 +26,11 @@ struct DeviceListVectorTests {
     )
     func positiveLists() throws {
         let positives = try Self.entries("positive")
-        #expect(positives.map { $0["name"] as? String } == ["alice-v1", "bob-v1", "bob-v2", "bob-v3"])
+        #expect(positives.map { $0["name"] as? String } == ["alice-v1", "bob-v1", "bob-v2", "bob-v3", "bob-v4"])
         let generated = ProjectVectors.deviceLists()
         let expected = [
             "alice-v1": generated.aliceV1, "bob-v1": generated.bobV1, "bob-v2": generated.bobV2,
-            "bob-v3": generated.bobV3,
+            "bob-v3": generated.bobV3, "bob-v4": generated.bobV4,
         ]
         for vector in positives {
             let name = try #require(vector["name"] as? String)
@@ -46,11 +46,11 @@ struct DeviceListVectorTests {
                 )
             )
             #expect(list.userSigningKey == userKey.publicKey)
-            // Ed25519 is deterministic: the seed re-signs list_tbs to the very same signature.
-            #expect(
-                try userKey.signature(for: Array("e2ee-push/device-list/v1".utf8) + [0] + list.toBeSigned())
-                    == list.signature
-            )
+            // Ed25519 is deterministic: the seed re-signs list_tbs to the very same signature, under the label of
+            // the list's format (§11.3: version 2 "…/v1", version 3 "…/v3").
+            let label = list.formatVersion == 2 ? "e2ee-push/device-list/v1" : "e2ee-push/device-list/v3"
+            #expect(list.formatVersion == (name == "bob-v4" ? 3 : 2), "\(name) format")
+            #expect(try userKey.signature(for: Array(label.utf8) + [0] + list.toBeSigned()) == list.signature)
             let devices = try #require(vector["devices"] as? [[String: Any]])
             #expect(devices.count == list.devices.count)
             for (device, entry) in zip(list.devices, devices) {
@@ -71,12 +71,20 @@ struct DeviceListVectorTests {
         #expect(generated.bobV2.devices.map(\.deviceID) == ["phone", "tablet"])
         #expect(generated.bobV3.devices.map(\.deviceID) == ["phone"])
         #expect(generated.bobV3.digest != generated.bobV1.digest)
+        // v4: the tablet again, its current key of the X-Wing suite and its old X25519 key in grace; format 3's
+        // list_tbs starts 0x00 0x03 and names each key's suite.
+        #expect(generated.bobV4.listVersion == 4)
+        #expect(generated.bobV4.devices.map(\.deviceID) == ["phone", "tablet"])
+        let tablet = try #require(generated.bobV4.device(named: "tablet"))
+        #expect(tablet.deviceKeys.map(\.publicKey.suite) == [.classical, .xwing])
+        #expect(tablet.currentKey.publicKey.rawRepresentation.count == 1216)
+        #expect(Array(generated.bobV4.toBeSigned().prefix(2)) == [0x00, 0x03])
     }
 
     @Test("pin checks give their outcomes")
     func pinChecks() throws {
         let checks = try Self.entries("pin_checks")
-        #expect(checks.count == 6)
+        #expect(checks.count == 8)
         let lists = try Dictionary(
             uniqueKeysWithValues: Self.entries("positive").map { vector in
                 (
@@ -108,7 +116,7 @@ struct DeviceListVectorTests {
     func negativeLists() throws {
         let negatives = try Self.entries("negative")
         let generated = ProjectVectors.negativeLists()
-        #expect(negatives.count == 14)
+        #expect(negatives.count == 17)
         #expect(negatives.map { $0["name"] as? String } == generated.map(\.name))
         var codes: [String: Int] = [:]
         for vector in negatives {
@@ -128,23 +136,26 @@ struct DeviceListVectorTests {
         }
         #expect(
             codes == [
-                "bad-list-signature": 2, "device-not-signed-in": 1, "list-rollback": 1, "signing-key-changed": 1,
-                "list-version-reused": 1, "key-file": 8,
+                "bad-list-signature": 2, "device-not-signed-in": 1, "list-rollback": 2, "signing-key-changed": 1,
+                "list-version-reused": 1, "key-file": 10,
             ]
         )
     }
 
-    @Test("the tablet's device request verifies with its proof; altered, it is bad-signature")
+    @Test("the tablet's device requests (classical, X-Wing) verify with their proofs; altered, bad-signature")
     func deviceRequests() throws {
         let requests = try Self.entries("device_requests")
-        #expect(requests.count == 2)
-        let good = requests[0]
-        let request = try DeviceRequest.parse(Array(try #require(good["json"] as? String).utf8))
-        #expect(request == ProjectVectors.deviceLists().tabletRequest)
-        #expect(Hex.encode(request.proofMessage()) == good["proof_message"] as? String)
-        #expect(Hex.encode(request.proof) == good["proof"] as? String)
-        #expect(request.deviceID == "tablet" && request.userID == "bob")
-        let altered = requests[1]
+        #expect(requests.map { $0["name"] as? String } == ["bob-tablet", "bob-tablet-xwing", "bob-tablet-altered"])
+        let lists = ProjectVectors.deviceLists()
+        for (good, expected) in zip(requests[0..<2], [lists.tabletRequest, lists.tabletXWingRequest]) {
+            let request = try DeviceRequest.parse(Array(try #require(good["json"] as? String).utf8))
+            #expect(request == expected)
+            #expect(Hex.encode(request.proofMessage()) == good["proof_message"] as? String)
+            #expect(Hex.encode(request.proof) == good["proof"] as? String)
+            #expect(request.deviceID == "tablet" && request.userID == "bob")
+        }
+        #expect(lists.tabletRequest.formatVersion == 2 && lists.tabletXWingRequest.formatVersion == 3)
+        let altered = requests[2]
         #expect(throws: E2EEError(.badSignature, "")) {
             try DeviceRequest.parse(Array(try #require(altered["json"] as? String).utf8))
         }

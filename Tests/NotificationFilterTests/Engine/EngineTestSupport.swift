@@ -19,7 +19,7 @@ final class EngineClock: Sendable {
 struct EngineHarness {
     static let start: Int64 = 1_800_000_000_000
     let directory: String
-    let bob: Identity  // recipient, rotated once (an older key in its grace period)
+    let bob: Identity  // recipient, rotated once (an older key in its grace period), to `bobSuite`
     let alice: Identity  // a contact
     let carol: Identity  // another contact
     let mallory: Identity  // not a contact
@@ -32,6 +32,7 @@ struct EngineHarness {
     init(
         policy: FilterPolicy = FilterPolicy(),
         bobLocked: Bool = false,
+        bobSuite: CryptoSuite = .classical,
         extraAccounts: [FilterAccount] = [],
         provider: CallProviderConfiguration = CallProviderConfiguration(),
         logger: Logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -39,7 +40,7 @@ struct EngineHarness {
         self.directory = NSTemporaryDirectory() + "e2ee-engine-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: self.directory, withIntermediateDirectories: true)
         var bob = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: UInt64(Self.start - 86_400_000))
-        bob.rotate(nowMs: UInt64(Self.start - 3_600_000))
+        bob.rotate(nowMs: UInt64(Self.start - 3_600_000), suite: bobSuite)
         self.bob = bob
         self.alice = try Identity.generate(userID: "alice", displayName: "Alice Example", nowMs: 1)
         self.carol = try Identity.generate(userID: "carol", displayName: "Carol Example", nowMs: 1)
@@ -107,7 +108,7 @@ struct EngineHarness {
     func body(
         _ content: MessageContent,
         from: Identity? = nil,
-        to key: X25519PublicKey? = nil,
+        to key: DevicePublicKey? = nil,
         sentAtMs: Int64? = nil,
         messageID: MessageID = .random()
     ) throws -> [UInt8] {
