@@ -42,17 +42,15 @@ public enum SecretFile: Sendable {
     /// telling a file that is not a secret at all (a public card passed where an identity belongs) from a secret
     /// whose mode is wrong. Nil when the file cannot be opened.
     public static func prefix(path: String, count: Int) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
+        guard let fd = try? FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec]) else { return nil }
+        defer { try? fd.close() }
         var bytes = [UInt8](repeating: 0, count: count)
         var filled = 0
         while filled < count {
             let n = bytes.withUnsafeMutableBytes { buffer in
-                Glibc.read(fd, buffer.baseAddress!.advanced(by: filled), count - filled)
+                try? fd.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
             }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
+            guard let n, n > 0 else { break }
             filled += n
         }
         return Array(bytes.prefix(filled))
