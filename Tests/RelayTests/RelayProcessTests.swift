@@ -202,8 +202,8 @@ struct RelayProcessTests {
             (["--apns-stream-timeout", "30", "--lease-seconds", "34"], "--lease-seconds must be at least 35"),
         ]
     )
-    func shortLease(options: [String], message: String) throws {
-        let output = try ChildProcess.runBlocking(
+    func shortLease(options: [String], message: String) async throws {
+        let output = try await ChildProcess.run(
             "e2ee-relay",
             [
                 "serve", "--database", "x.sqlite", "--self-signed-tls-dir", "tls", "--apns-key-id", "K",

@@ -186,12 +186,6 @@ public final class ChildProcess: @unchecked Sendable {
         return self.exitStatus()
     }
 
-    /// Blocks the calling thread until the child ends (for synchronous tests).
-    @discardableResult
-    public func waitBlocking() -> Int32 {
-        self.exitStatus()
-    }
-
     private func exitStatus() -> Int32 {
         self.process.waitUntilExit()
         return self.process.terminationReason == .uncaughtSignal
@@ -214,6 +208,11 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// Runs an executable to completion.
+    ///
+    /// There is deliberately no blocking variant: a test that blocks its thread while a child runs holds one of
+    /// Swift concurrency's cooperative threads (two on a 2-core machine), and a few such tests at once stall every
+    /// other test's async work in the process. That is how the PostgreSQL tests' 10-second "does the server answer"
+    /// window ran out while the server was idle, whenever synchronous CLI tests ran beside them.
     ///
     /// - Parameters: as ``init(_:_:stdin:stdout:stderr:environment:prefix:)``, plus `timeout` (the child is killed
     ///   and the run fails after it).
@@ -238,31 +237,6 @@ public final class ChildProcess: @unchecked Sendable {
             prefix: prefix
         )
         let status = try await child.wait(timeout: timeout)
-        return ProcessOutput(status: status, stdout: child.standardOutput, stderr: child.standardError)
-    }
-
-    /// Runs an executable to completion, blocking the calling thread (for synchronous tests).
-    ///
-    /// - Parameters: as ``init(_:_:stdin:stdout:stderr:environment:prefix:)``.
-    public static func runBlocking(
-        _ executable: String,
-        _ arguments: [String],
-        stdin: Input = .nothing,
-        stdout: Output? = nil,
-        stderr: Output? = nil,
-        environment: [String: String?] = [:],
-        prefix: [String] = []
-    ) throws -> ProcessOutput {
-        let child = try ChildProcess(
-            executable,
-            arguments,
-            stdin: stdin,
-            stdout: stdout,
-            stderr: stderr,
-            environment: environment,
-            prefix: prefix
-        )
-        let status = child.waitBlocking()
         return ProcessOutput(status: status, stdout: child.standardOutput, stderr: child.standardError)
     }
 }

@@ -1,5 +1,6 @@
 import E2EECore
 import Foundation
+import TestSupport
 import Testing
 
 /// `e2ee-send` with users who have several devices, as processes: signing devices in and out, first-use pins,
@@ -13,21 +14,21 @@ struct DeviceCLITests {
 
     /// alice in <dir>/alice; bob's phone (user key) in <dir>/bob with the list; bob's tablet signed in, in
     /// <dir>/tablet.
-    static func setUp() throws -> String {
+    static func setUp() async throws -> String {
         let dir = NSTemporaryDirectory() + "e2ee-send-devices-\(UUID().uuidString)"
-        try Self.ok(["keygen", "--user-id", "alice", "--out-dir", dir + "/alice"])
-        try Self.ok([
+        try await Self.ok(["keygen", "--user-id", "alice", "--out-dir", dir + "/alice"])
+        try await Self.ok([
             "keygen", "--user-id", "bob", "--device-id", "phone", "--out-dir", dir + "/bob", "--device-token",
             Self.phoneToken, "--topic", Self.topic,
         ])
-        let request = try Self.ok([
+        let request = try await Self.ok([
             "device", "request", "--user-id", "bob", "--device-id", "tablet", "--out-dir", dir + "/tablet",
             "--device-token", Self.tabletToken, "--topic", Self.topic,
         ])
         #expect(request.stdout == dir + "/tablet/bob.tablet.request.json\n")
         let mode = try FileManager.default.attributesOfItem(atPath: dir + "/tablet/bob.identity")[.posixPermissions]
         #expect(mode as? Int == 0o600)
-        let added = try Self.ok([
+        let added = try await Self.ok([
             "device", "add", "--identity", dir + "/bob/bob.identity", "--card", dir + "/bob/bob.card.json",
             "--request", dir + "/tablet/bob.tablet.request.json",
         ])
@@ -39,14 +40,14 @@ struct DeviceCLITests {
     }
 
     @discardableResult
-    static func ok(_ arguments: [String], stdin: String = "") throws -> CLI.Result {
-        let r = try CLI.run(arguments, stdin: stdin)
+    static func ok(_ arguments: [String], stdin: String = "") async throws -> CLI.Result {
+        let r = try await CLI.run(arguments, stdin: stdin)
         #expect(r.status == 0, "\(arguments.prefix(2)): exit \(r.status), stderr: \(r.stderr)")
         return r
     }
 
-    static func text(_ dir: String, _ extra: [String] = []) throws -> CLI.Result {
-        try CLI.run(
+    static func text(_ dir: String, _ extra: [String] = []) async throws -> CLI.Result {
+        try await CLI.run(
             [
                 "text", "--identity", dir + "/alice/alice.identity", "--contacts", dir + "/bob", "--to", "bob",
                 "--body", "hi",
@@ -55,7 +56,7 @@ struct DeviceCLITests {
         )
     }
 
-    static func lines(_ r: CLI.Result) throws -> [[String: Any]] {
+    static func lines(_ r: CLI.Result) async throws -> [[String: Any]] {
         try r.stdout.split(separator: "\n").map {
             try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
         }
@@ -64,37 +65,37 @@ struct DeviceCLITests {
     @Test(
         "one line per device naming it; first use pins and prints the fingerprint once; a removed device gets nothing"
     )
-    func fanOutAndPins() throws {
-        let dir = try Self.setUp()
+    func fanOutAndPins() async throws {
+        let dir = try await Self.setUp()
         let fingerprint = try DeviceList.load(path: dir + "/bob/bob.card.json").fingerprint
-        let first = try Self.text(dir)
+        let first = try await Self.text(dir)
         #expect(first.status == 0, "\(first.stderr)")
-        let lines = try Self.lines(first)
+        let lines = try await Self.lines(first)
         #expect(lines.map { $0["device"] as? String } == ["phone", "tablet"])
         #expect(lines.map { $0["device_token"] as? String } == [Self.phoneToken, Self.tabletToken])
         let pinned = "e2ee-send: pinned bob on first use: fingerprint \(fingerprint); compare it with bob\n"
         #expect(first.stderr == pinned)
         #expect(FileManager.default.fileExists(atPath: dir + "/alice/pins.json"))
-        let again = try Self.text(dir)
+        let again = try await Self.text(dir)
         #expect(again.status == 0 && again.stderr.isEmpty, "\(again.stderr)")
         // --device-token with two devices: a usage error naming the rule.
-        let token = try Self.text(dir, ["--device-token", String(repeating: "cc", count: 32)])
+        let token = try await Self.text(dir, ["--device-token", String(repeating: "cc", count: 32)])
         #expect(token.status == 64)
         #expect(token.stderr.contains("only names the device of a user with one device; bob has 2 (phone, tablet)"))
         // device list
-        let listed = try Self.ok(["device", "list", "--card", dir + "/bob/bob.card.json"])
+        let listed = try await Self.ok(["device", "list", "--card", dir + "/bob/bob.card.json"])
         #expect(listed.stdout.contains("fingerprint \(fingerprint)\nlist version 2, issued "))
         #expect(listed.stdout.contains("  tablet: signing key ") && listed.stdout.contains("push yes"))
         // remove the tablet: the next text reaches the phone only
-        let removed = try Self.ok([
+        let removed = try await Self.ok([
             "device", "remove", "--identity", dir + "/bob/bob.identity", "--card", dir + "/bob/bob.card.json",
             "--device-id", "tablet",
         ])
         #expect(try DeviceList.parse(Array(removed.stdout.utf8)).listVersion == 3)
-        let after = try Self.text(dir)
-        #expect(try Self.lines(after).map { $0["device"] as? String } == ["phone"])
+        let after = try await Self.text(dir)
+        await #expect(try Self.lines(after).map { $0["device"] as? String } == ["phone"])
         // the phone cannot remove itself
-        let selfRemove = try CLI.run([
+        let selfRemove = try await CLI.run([
             "device", "remove", "--identity", dir + "/bob/bob.identity", "--card", dir + "/bob/bob.card.json",
             "--device-id", "phone",
         ])
@@ -103,19 +104,16 @@ struct DeviceCLITests {
     }
 
     @Test("--deliver with two devices: one result line per device, in list order, exit code of the first failure")
-    func deliverPerDevice() throws {
-        let dir = try Self.setUp()
-        let gateway = try CLI.binary().replacingOccurrences(of: "/e2ee-send", with: "/e2ee-gateway")
-        let made = Process()
-        made.executableURL = URL(fileURLWithPath: gateway)
-        made.arguments = ["provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", dir]
-        made.standardOutput = FileHandle.nullDevice
-        made.standardError = FileHandle.nullDevice
-        try made.run()
-        made.waitUntilExit()
-        try #require(made.terminationStatus == 0)
+    func deliverPerDevice() async throws {
+        let dir = try await Self.setUp()
+        let made = try await ChildProcess.run(
+            "e2ee-gateway",
+            ["provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", dir],
+            stdout: .discard
+        )
+        try #require(made.status == 0, "\(made.stderr)")
         // Nothing listens on port 9 of loopback: both pushes fail for now (75), each with its own line.
-        let r = try Self.text(
+        let r = try await Self.text(
             dir,
             [
                 "--deliver", "--apns-url", "https://127.0.0.1:9", "--apns-key-file", "\(dir)/AuthKey_KEY1234567.p8",
@@ -123,7 +121,7 @@ struct DeviceCLITests {
             ]
         )
         #expect(r.status == 75, "\(r.stderr)")
-        let lines = try Self.lines(r)
+        let lines = try await Self.lines(r)
         #expect(lines.map { $0["device"] as? String } == ["phone", "tablet"])
         #expect(lines.map { $0["device_token"] as? String } == [Self.phoneToken, Self.tabletToken])
         #expect(lines.allSatisfy { $0["ok"] as? Bool == false && $0["line"] as? Int == 1 })
@@ -131,26 +129,26 @@ struct DeviceCLITests {
     }
 
     @Test("refusals exit 76 and say what to do: rollback, injected device, changed key until contact accept")
-    func refusals() throws {
-        let dir = try Self.setUp()
+    func refusals() async throws {
+        let dir = try await Self.setUp()
         let v2 = try Data(contentsOf: URL(fileURLWithPath: dir + "/bob/bob.card.json"))
-        #expect(try Self.text(dir).status == 0)
+        await #expect(try Self.text(dir).status == 0)
         // a newer list (tablet's new keys) moves the pin; serving v2 again is a rollback
-        let rotated = try Self.ok([
+        let rotated = try await Self.ok([
             "rotate", "--identity", dir + "/tablet/bob.identity", "--card", dir + "/bob/bob.card.json",
         ])
         #expect(rotated.stderr.contains("device add --request"))
         #expect(try DeviceRequest.parse(Array(rotated.stdout.utf8)).deviceID == "tablet")
-        let v3 = try Self.ok([
+        let v3 = try await Self.ok([
             "device", "add", "--identity", dir + "/bob/bob.identity", "--card", dir + "/bob/bob.card.json",
             "--request", dir + "/tablet/bob.tablet.request.json",
         ])
         let list3 = try DeviceList.parse(Array(v3.stdout.utf8))
         #expect(list3.listVersion == 3)
         #expect(list3.device(named: "tablet")?.deviceKeys.count == 2)
-        #expect(try Self.text(dir).status == 0)
+        await #expect(try Self.text(dir).status == 0)
         try v2.write(to: URL(fileURLWithPath: dir + "/bob/bob.card.json"))
-        let rollback = try Self.text(dir)
+        let rollback = try await Self.text(dir)
         #expect(rollback.status == 76)
         #expect(rollback.stderr.contains("version 2, older than version 3"), "\(rollback.stderr)")
         #expect(rollback.stdout.isEmpty)
@@ -165,41 +163,41 @@ struct DeviceCLITests {
         devices.append(ghost)
         json["devices"] = devices
         try JSONSerialization.data(withJSONObject: json).write(to: URL(fileURLWithPath: dir + "/bob/bob.card.json"))
-        let injected = try Self.text(dir)
+        let injected = try await Self.text(dir)
         #expect(injected.status == 76)
         #expect(injected.stderr.contains("did not sign in"), "\(injected.stderr)")
         // bob reinstalls: a new user key is refused until alice accepts it
-        try Self.ok([
+        try await Self.ok([
             "keygen", "--user-id", "bob", "--device-id", "phone", "--out-dir", dir + "/bob", "--device-token",
             Self.phoneToken, "--topic", Self.topic, "--force",
         ])
-        let changed = try Self.text(dir)
+        let changed = try await Self.text(dir)
         #expect(changed.status == 76)
         #expect(changed.stderr.contains("user key changed") && changed.stderr.contains("e2ee-send contact accept"))
         let old = list3.fingerprint
         let new = try DeviceList.load(path: dir + "/bob/bob.card.json").fingerprint
-        let show = try Self.ok([
+        let show = try await Self.ok([
             "contact", "show", "--card", dir + "/bob/bob.card.json", "--identity", dir + "/alice/alice.identity",
         ])
         #expect(show.stdout.contains("pin: DIFFERS: pinned \(old), pinned version 3"))
-        let accept = try Self.ok([
+        let accept = try await Self.ok([
             "contact", "accept", "--card", dir + "/bob/bob.card.json", "--identity", dir + "/alice/alice.identity",
         ])
         #expect(accept.stderr.contains("old fingerprint \(old), new fingerprint \(new)"))
-        let works = try Self.text(dir)
+        let works = try await Self.text(dir)
         #expect(works.status == 0, "\(works.stderr)")
-        #expect(try Self.lines(works).map { $0["device"] as? String } == ["phone"])
+        await #expect(try Self.lines(works).map { $0["device"] as? String } == ["phone"])
     }
 
     @Test("batch: a refused recipient fails its lines with the code, the batch goes on, exit 76")
-    func batchRefusal() throws {
-        let dir = try Self.setUp()
-        try Self.ok([
+    func batchRefusal() async throws {
+        let dir = try await Self.setUp()
+        try await Self.ok([
             "keygen", "--user-id", "carol", "--out-dir", dir + "/bob", "--device-token",
             String(repeating: "cc", count: 32),
         ])
         let v2 = try Data(contentsOf: URL(fileURLWithPath: dir + "/bob/bob.card.json"))
-        try Self.ok([
+        try await Self.ok([
             "device", "remove", "--identity", dir + "/bob/bob.identity", "--card", dir + "/bob/bob.card.json",
             "--device-id", "tablet",
         ])
@@ -208,13 +206,13 @@ struct DeviceCLITests {
             {"kind":"text","to":"bob","body":"one"}
             {"kind":"text","to":"carol","body":"two"}
             """
-        let first = try CLI.run(base, stdin: input)
+        let first = try await CLI.run(base, stdin: input)
         #expect(first.status == 0, "\(first.stderr)")
-        #expect(try Self.lines(first).map { $0["device"] as? String } == ["phone", "primary"])
+        await #expect(try Self.lines(first).map { $0["device"] as? String } == ["phone", "primary"])
         try v2.write(to: URL(fileURLWithPath: dir + "/bob/bob.card.json"))
-        let r = try CLI.run(base, stdin: input + "\n" + #"{"kind":"text","to":"bob","body":"three"}"#)
+        let r = try await CLI.run(base, stdin: input + "\n" + #"{"kind":"text","to":"bob","body":"three"}"#)
         #expect(r.status == 76, "\(r.stderr)")
-        let lines = try Self.lines(r)
+        let lines = try await Self.lines(r)
         #expect(lines.count == 3)
         #expect(lines[0]["error"] as? String == "list-rollback" && lines[0]["line"] as? Int == 1)
         #expect(lines[1]["device"] as? String == "primary" && lines[1]["body"] != nil)
@@ -222,9 +220,9 @@ struct DeviceCLITests {
     }
 
     @Test("rotate on the managing device re-signs the list and says when the old key stops; card sets a push address")
-    func rotateAndCard() throws {
-        let dir = try Self.setUp()
-        let r = try Self.ok(["rotate", "--identity", dir + "/bob/bob.identity", "--grace-hours", "0"])
+    func rotateAndCard() async throws {
+        let dir = try await Self.setUp()
+        let r = try await Self.ok(["rotate", "--identity", dir + "/bob/bob.identity", "--grace-hours", "0"])
         #expect(r.stderr.contains("revoked: the old key opens nothing from now on"), "\(r.stderr)")
         let list = try DeviceList.parse(Array(r.stdout.utf8))
         #expect(list.listVersion == 3)
@@ -232,13 +230,13 @@ struct DeviceCLITests {
         let phone = try #require(list.device(named: "phone"))
         // Revoked: the old key is gone from the list (and from the identity).
         #expect(phone.deviceKeys.count == 1)
-        let graced = try Self.ok(["rotate", "--identity", dir + "/bob/bob.identity", "--grace-hours", "24"])
+        let graced = try await Self.ok(["rotate", "--identity", dir + "/bob/bob.identity", "--grace-hours", "24"])
         #expect(graced.stderr.contains("the old key opens pushes until ") && graced.stderr.contains(" UTC (24 h)"))
         let kept = try #require(try DeviceList.parse(Array(graced.stdout.utf8)).device(named: "phone")).deviceKeys
         #expect(kept.count == 2 && kept[0].expiresAtMs == kept[0].retiredAtMs.map { $0 + 24 * 3_600_000 })
         // the tablet sets its push address in a copy of the list: unsigned, version unchanged
         let newToken = String(repeating: "dd", count: 32)
-        let card = try Self.ok([
+        let card = try await Self.ok([
             "card", "--identity", dir + "/tablet/bob.identity", "--card", dir + "/bob/bob.card.json", "--card-out",
             dir + "/tablet/bob.card.json", "--device-token", newToken, "--topic", Self.topic,
         ])
@@ -247,8 +245,10 @@ struct DeviceCLITests {
         #expect(withPush.device(named: "tablet")?.push?.deviceToken == newToken)
         #expect(try DeviceList.load(path: dir + "/tablet/bob.card.json") == withPush)
         // a request from another user is refused by device add
-        try Self.ok(["device", "request", "--user-id", "mallory", "--device-id", "x", "--out-dir", dir + "/mallory"])
-        let foreign = try CLI.run([
+        try await Self.ok([
+            "device", "request", "--user-id", "mallory", "--device-id", "x", "--out-dir", dir + "/mallory",
+        ])
+        let foreign = try await CLI.run([
             "device", "add", "--identity", dir + "/bob/bob.identity", "--card", dir + "/bob/bob.card.json",
             "--request", dir + "/mallory/mallory.x.request.json",
         ])

@@ -10,10 +10,10 @@ struct SendCLIDefectTests {
     typealias CLI = SendCLITests
 
     /// alice, and bob with a device token and the topic com.example.app in his card.
-    static func keys(environment: [String: String] = [:]) throws -> String {
+    static func keys(environment: [String: String] = [:]) async throws -> String {
         let dir = NSTemporaryDirectory() + "e2ee-send-defects-\(UUID().uuidString)"
-        #expect(try CLI.run(["keygen", "--user-id", "alice", "--out-dir", dir]).status == 0)
-        let bob = try CLI.run(
+        await #expect(try CLI.run(["keygen", "--user-id", "alice", "--out-dir", dir]).status == 0)
+        let bob = try await CLI.run(
             [
                 "keygen", "--user-id", "bob", "--out-dir", dir, "--device-token", String(repeating: "ab", count: 32),
                 "--topic", "com.example.app",
@@ -24,14 +24,14 @@ struct SendCLIDefectTests {
         return dir
     }
 
-    static func topic(ofRequestLine line: String) throws -> String? {
+    static func topic(ofRequestLine line: String) async throws -> String? {
         let json = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         return (json["headers"] as? [String: String])?["apns-topic"]
     }
 
     @Test("a reader that closes stdout: exit 74 with a message, not a signal; the rest is counted unwritten")
-    func closedStdout() throws {
-        let dir = try Self.keys()
+    func closedStdout() async throws {
+        let dir = try await Self.keys()
         let input = dir + "/requests.jsonl"
         let lines = (1...100).map { #"{"kind":"text","to":"bob","body":"n\#($0)"}"# }
         try lines.joined(separator: "\n").write(toFile: input, atomically: true, encoding: .utf8)
@@ -39,11 +39,9 @@ struct SendCLIDefectTests {
             "$0" batch --identity "$1/alice.identity" --contacts "$1" < "$2" 2> "$1/stderr" | true
             echo "${PIPESTATUS[0]}" > "$1/status"
             """
-        let shell = Process()
-        shell.executableURL = URL(fileURLWithPath: "/bin/bash")
-        shell.arguments = ["-c", script, try CLI.binary(), dir, input]
-        try shell.run()
-        shell.waitUntilExit()
+        // bash runs the script with e2ee-send's path as $0 (ChildProcess puts the executable after the prefix).
+        let shell = try await ChildProcess.run("e2ee-send", [dir, input], prefix: ["/bin/bash", "-c", script])
+        #expect(shell.status == 0, "\(shell.stderr)")
         let status = try String(contentsOfFile: dir + "/status", encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let stderr = try String(contentsOfFile: dir + "/stderr", encoding: .utf8)
@@ -54,20 +52,23 @@ struct SendCLIDefectTests {
     }
 
     @Test("the topic is the card's push.topic unless --topic or $E2EE_TOPIC overrides it")
-    func topicFromCard() throws {
-        let dir = try Self.keys()
+    func topicFromCard() async throws {
+        let dir = try await Self.keys()
         let base = ["text", "--identity", "\(dir)/alice.identity", "--contacts", dir, "--to", "bob", "--body", "x"]
-        let fromCard = try CLI.run(base)
+        let fromCard = try await CLI.run(base)
         #expect(fromCard.status == 0, "\(fromCard.stderr)")
-        #expect(try Self.topic(ofRequestLine: fromCard.stdout) == "com.example.app")
-        let flag = try CLI.run(base + ["--topic", "com.example.flag"])
-        #expect(try Self.topic(ofRequestLine: flag.stdout) == "com.example.flag")
-        let env = try CLI.run(base, environment: ["E2EE_TOPIC": "com.example.env"])
-        #expect(try Self.topic(ofRequestLine: env.stdout) == "com.example.env")
-        let both = try CLI.run(base + ["--topic", "com.example.flag"], environment: ["E2EE_TOPIC": "com.example.env"])
-        #expect(try Self.topic(ofRequestLine: both.stdout) == "com.example.flag")
+        await #expect(try Self.topic(ofRequestLine: fromCard.stdout) == "com.example.app")
+        let flag = try await CLI.run(base + ["--topic", "com.example.flag"])
+        await #expect(try Self.topic(ofRequestLine: flag.stdout) == "com.example.flag")
+        let env = try await CLI.run(base, environment: ["E2EE_TOPIC": "com.example.env"])
+        await #expect(try Self.topic(ofRequestLine: env.stdout) == "com.example.env")
+        let both = try await CLI.run(
+            base + ["--topic", "com.example.flag"],
+            environment: ["E2EE_TOPIC": "com.example.env"]
+        )
+        await #expect(try Self.topic(ofRequestLine: both.stdout) == "com.example.flag")
         // batch: the card's topic, and a line's own "topic" key
-        let batch = try CLI.run(
+        let batch = try await CLI.run(
             ["batch", "--identity", "\(dir)/alice.identity", "--contacts", dir],
             stdin: """
                 {"kind":"text","to":"bob","body":"a"}
@@ -76,11 +77,11 @@ struct SendCLIDefectTests {
         )
         let lines = batch.stdout.split(separator: "\n").map(String.init)
         #expect(lines.count == 2)
-        #expect(try Self.topic(ofRequestLine: lines[0]) == "com.example.app")
-        #expect(try Self.topic(ofRequestLine: lines[1]) == "com.example.line")
+        await #expect(try Self.topic(ofRequestLine: lines[0]) == "com.example.app")
+        await #expect(try Self.topic(ofRequestLine: lines[1]) == "com.example.line")
         // keygen and card honour $E2EE_TOPIC too
         let envKeys = NSTemporaryDirectory() + "e2ee-send-topic-\(UUID().uuidString)"
-        let keygen = try CLI.run(
+        let keygen = try await CLI.run(
             [
                 "keygen", "--user-id", "carol", "--out-dir", envKeys, "--device-token",
                 String(repeating: "cd", count: 32),
@@ -93,10 +94,10 @@ struct SendCLIDefectTests {
     }
 
     @Test("rotate keeps the push address in the printed card and in a card written to a new path")
-    func rotateKeepsPush() throws {
-        let dir = try Self.keys()
+    func rotateKeepsPush() async throws {
+        let dir = try await Self.keys()
         let before = try DeviceList.load(path: dir + "/bob.card.json")
-        let r = try CLI.run(["rotate", "--identity", "\(dir)/bob.identity", "--card-out", "\(dir)/new.card.json"])
+        let r = try await CLI.run(["rotate", "--identity", "\(dir)/bob.identity", "--card-out", "\(dir)/new.card.json"])
         #expect(r.status == 0, "\(r.stderr)")
         let printed = try DeviceList.parse(Array(r.stdout.utf8))
         let written = try DeviceList.load(path: dir + "/new.card.json")
@@ -109,16 +110,16 @@ struct SendCLIDefectTests {
             #expect(card.listVersion == before.listVersion + 1)
         }
         // a sender using the rotated card finds the token
-        let send = try CLI.run([
+        let send = try await CLI.run([
             "text", "--identity", "\(dir)/alice.identity", "--to", "\(dir)/new.card.json", "--body", "after rotation",
         ])
         #expect(send.status == 0, "\(send.stderr)")
     }
 
     @Test("batch: an unknown key is an error naming it (and the key meant); a call without call_id gets one")
-    func batchUnknownKeys() throws {
-        let dir = try Self.keys()
-        let r = try CLI.run(
+    func batchUnknownKeys() async throws {
+        let dir = try await Self.keys()
+        let r = try await CLI.run(
             ["batch", "--identity", "\(dir)/alice.identity", "--contacts", dir],
             stdin: """
                 {"kind":"call","to":"bob","has_video":true}
@@ -139,7 +140,7 @@ struct SendCLIDefectTests {
     }
 
     @Test("device tokens: the message names the rule broken")
-    func deviceTokenMessages() throws {
+    func deviceTokenMessages() async throws {
         let dir = NSTemporaryDirectory() + "e2ee-send-token-\(UUID().uuidString)"
         let cases: [(String, String)] = [
             ("abab", "got only 4 digits"),
@@ -148,7 +149,7 @@ struct SendCLIDefectTests {
             ("abcdefgh" + String(repeating: "0", count: 56), "character 7 is not a hex digit"),
         ]
         for (token, message) in cases {
-            let r = try CLI.run(["keygen", "--user-id", "t", "--out-dir", dir, "--device-token", token])
+            let r = try await CLI.run(["keygen", "--user-id", "t", "--out-dir", dir, "--device-token", token])
             #expect(r.status == 64)
             #expect(r.stderr.contains(message), "\(token): \(r.stderr)")
             #expect(!r.stderr.contains("even number of hex digits"))
@@ -156,42 +157,42 @@ struct SendCLIDefectTests {
     }
 
     @Test("too large: the error says what is too large for that kind, with this sender's numbers")
-    func sizeErrors() throws {
-        let dir = try Self.keys()
+    func sizeErrors() async throws {
+        let dir = try await Self.keys()
         let id = ["--identity", "\(dir)/alice.identity", "--contacts", dir, "--to", "bob"]
         let ids = (0..<177).flatMap { ["--for", String(format: "%032x", $0)] }
-        let receipt = try CLI.run(["receipt"] + id + ids)
+        let receipt = try await CLI.run(["receipt"] + id + ids)
         #expect(receipt.status == 65)
         #expect(receipt.stderr.contains("a receipt from alice holds at most 176 message ids, this one has 177"))
         #expect(!receipt.stderr.contains("shorten the text"))
-        #expect(try CLI.run(["receipt"] + id + Array(ids.prefix(2 * 176))).status == 0)
+        await #expect(try CLI.run(["receipt"] + id + Array(ids.prefix(2 * 176))).status == 0)
         let participants = (0..<40).flatMap { ["--participant", String(repeating: "p", count: 70) + "\($0)"] }
-        let invite = try CLI.run(["call"] + id + participants)
+        let invite = try await CLI.run(["call"] + id + participants)
         #expect(invite.status == 65)
         #expect(invite.stderr.contains("the invite has 40 participants"))
         #expect(!invite.stderr.contains("shorten the text"))
-        let text = try CLI.run(["text"] + id + ["--body", String(repeating: "x", count: 3000)])
+        let text = try await CLI.run(["text"] + id + ["--body", String(repeating: "x", count: 3000)])
         #expect(text.status == 65)
         #expect(text.stderr.contains("shorten the text"))
     }
 
     @Test("failures that exited 1: card without an identity (66), keygen into a folder it cannot create (73)")
-    func documentedExitCodes() throws {
-        let card = try CLI.run(["card"])
+    func documentedExitCodes() async throws {
+        let card = try await CLI.run(["card"])
         #expect(card.status == 66, "\(card.stderr)")
         #expect(card.stderr.contains("--identity"))
-        let keygen = try CLI.run(["keygen", "--user-id", "a", "--out-dir", "/dev/null/keys"])
+        let keygen = try await CLI.run(["keygen", "--user-id", "a", "--out-dir", "/dev/null/keys"])
         #expect(keygen.status == 73, "\(keygen.stderr)")
         #expect(keygen.stderr.contains("cannot create"))
-        let flag = try CLI.run(["cancel", "--identity", "x", "--to", "bob", "--call-id", "nope"])
+        let flag = try await CLI.run(["cancel", "--identity", "x", "--to", "bob", "--call-id", "nope"])
         #expect(flag.status == 64)
         #expect(flag.stderr.contains("--call-id"))
     }
 
     @Test("--relay-timeout outside 1-3600 s is a usage error (exit 64) before anything is read or sent")
-    func relayTimeoutRange() throws {
+    func relayTimeoutRange() async throws {
         for value in ["0", "3601", "-5"] {
-            let r = try CLI.run([
+            let r = try await CLI.run([
                 "relay", "publish", "--card", "/nonexistent/card.json", "--relay", "https://127.0.0.1:9",
                 "--relay-timeout=\(value)",
             ])
@@ -199,7 +200,7 @@ struct SendCLIDefectTests {
             #expect(r.stderr.contains("--relay-timeout must be 1-3600 seconds, got \(value)"), "\(r.stderr)")
         }
         // In range: parsing passes and the command goes on to the card, which is missing here.
-        let ok = try CLI.run([
+        let ok = try await CLI.run([
             "relay", "publish", "--card", "/nonexistent/card.json", "--relay", "https://127.0.0.1:9",
             "--relay-timeout", "3600",
         ])
@@ -208,16 +209,16 @@ struct SendCLIDefectTests {
     }
 
     @Test("--deliver: the client's log lines go to stderr; stdout holds only the result line")
-    func logsNeverOnStdout() throws {
-        let dir = try Self.keys()
+    func logsNeverOnStdout() async throws {
+        let dir = try await Self.keys()
         // A real .p8 key, made as a user makes one for the local gateway.
-        let made = try ChildProcess.runBlocking(
+        let made = try await ChildProcess.run(
             "e2ee-gateway",
             ["provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", dir]
         )
         try #require(made.status == 0, "\(made.stderr)")
         // Nothing listens on port 9 of loopback: the push is not answered and the client logs a warning.
-        let r = try CLI.run([
+        let r = try await CLI.run([
             "text", "--identity", "\(dir)/alice.identity", "--contacts", dir, "--to", "bob", "--body", "x",
             "--deliver", "--apns-url", "https://127.0.0.1:9", "--apns-key-file", "\(dir)/AuthKey_KEY1234567.p8",
             "--apns-key-id", "KEY1234567", "--apns-team-id", "TEAM123456", "--timeout", "5",

@@ -19,10 +19,14 @@ struct SendCLITests {
 
     /// Runs `e2ee-send` to completion with `stdin`, without the identity and APNs key variables of the caller's
     /// environment (then `environment` on top).
-    static func run(_ arguments: [String], stdin: String = "", environment: [String: String] = [:]) throws -> Result {
+    static func run(
+        _ arguments: [String],
+        stdin: String = "",
+        environment: [String: String] = [:]
+    ) async throws -> Result {
         var changes: [String: String?] = ["E2EE_IDENTITY_FILE": nil, "APNS_KEY_PATH": nil]
         for (name, value) in environment { changes[name] = value }
-        let output = try ChildProcess.runBlocking(
+        let output = try await ChildProcess.run(
             "e2ee-send",
             arguments,
             stdin: .bytes(Array(stdin.utf8)),
@@ -32,11 +36,11 @@ struct SendCLITests {
     }
 
     /// alice and bob (with a device token) in a fresh folder.
-    static func keys() throws -> String {
+    static func keys() async throws -> String {
         let dir = NSTemporaryDirectory() + "e2ee-send-cli-\(UUID().uuidString)"
-        #expect(try run(["keygen", "--user-id", "alice", "--out-dir", dir]).status == 0)
+        #expect(try await run(["keygen", "--user-id", "alice", "--out-dir", dir]).status == 0)
         #expect(
-            try run([
+            try await run([
                 "keygen", "--user-id", "bob", "--out-dir", dir, "--device-token", String(repeating: "ab", count: 32),
             ]).status == 0
         )
@@ -44,9 +48,9 @@ struct SendCLITests {
     }
 
     @Test("a text prints one APNs request line; the identity is 0600 and the card public")
-    func happyPath() throws {
-        let dir = try Self.keys()
-        let r = try Self.run([
+    func happyPath() async throws {
+        let dir = try await Self.keys()
+        let r = try await Self.run([
             "text", "--identity", "\(dir)/alice.identity", "--contacts", dir, "--to", "bob", "--body", "hi",
         ])
         #expect(r.status == 0)
@@ -60,8 +64,8 @@ struct SendCLITests {
     }
 
     @Test("user errors: documented exit codes and a message that says what to do")
-    func userErrors() throws {
-        let dir = try Self.keys()
+    func userErrors() async throws {
+        let dir = try await Self.keys()
         let id = ["--identity", "\(dir)/alice.identity"]
         let cases: [(String, [String], Int32, String)] = [
             ("unknown subcommand", ["shout"], 64, "Error"),
@@ -113,7 +117,7 @@ struct SendCLITests {
             ),
         ]
         for (name, args, status, message) in cases {
-            let r = try Self.run(args)
+            let r = try await Self.run(args)
             #expect(r.status == status, "\(name): exit \(r.status), stderr: \(r.stderr)")
             #expect(r.stderr.contains(message), "\(name): stderr was \(r.stderr)")
             #expect(!r.stdout.contains("\"body\""), "\(name): printed a request anyway")
@@ -121,10 +125,10 @@ struct SendCLITests {
     }
 
     @Test("an identity readable by others is refused with exit 77 and the chmod to run")
-    func insecureIdentity() throws {
-        let dir = try Self.keys()
+    func insecureIdentity() async throws {
+        let dir = try await Self.keys()
         chmod("\(dir)/alice.identity", 0o644)
-        let r = try Self.run([
+        let r = try await Self.run([
             "text", "--identity", "\(dir)/alice.identity", "--contacts", dir, "--to", "bob", "--body", "x",
         ])
         #expect(r.status == 77)
@@ -132,8 +136,8 @@ struct SendCLITests {
     }
 
     @Test("batch: a bad line gets an error result and the batch goes on, in order; exit code of the first failure")
-    func batchGoesOn() throws {
-        let dir = try Self.keys()
+    func batchGoesOn() async throws {
+        let dir = try await Self.keys()
         let input = """
             {"kind":"text","to":"bob","body":"one"}
             not json at all
@@ -142,7 +146,7 @@ struct SendCLITests {
 
             {"kind":"receipt","to":"bob","message_ids":["00112233445566778899aabbccddeeff"]}
             """
-        let r = try Self.run(["batch", "--identity", "\(dir)/alice.identity", "--contacts", dir], stdin: input)
+        let r = try await Self.run(["batch", "--identity", "\(dir)/alice.identity", "--contacts", dir], stdin: input)
         #expect(r.status == 65)
         let lines = r.stdout.split(separator: "\n").map(String.init)
         #expect(lines.count == 5)

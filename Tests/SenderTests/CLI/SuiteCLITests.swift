@@ -10,9 +10,9 @@ struct SuiteCLITests {
     typealias Devices = DeviceCLITests
 
     @Test("rotate --suite xwing moves the tablet; a text to bob is sealed per device in its list's suite")
-    func bothSuitesForOneUser() throws {
-        let dir = try Devices.setUp()
-        let rotated = try Devices.ok([
+    func bothSuitesForOneUser() async throws {
+        let dir = try await Devices.setUp()
+        let rotated = try await Devices.ok([
             "rotate", "--identity", dir + "/tablet/bob.identity", "--card", dir + "/bob/bob.card.json",
             "--suite", "xwing",
         ])
@@ -20,7 +20,7 @@ struct SuiteCLITests {
         let request = try DeviceRequest.parse(Array(rotated.stdout.utf8))
         #expect(request.formatVersion == 3)
         #expect(request.deviceKeys.map(\.publicKey.suite) == [.classical, .xwing])
-        let added = try Devices.ok([
+        let added = try await Devices.ok([
             "device", "add", "--identity", dir + "/bob/bob.identity", "--card", dir + "/bob/bob.card.json",
             "--request", dir + "/tablet/bob.tablet.request.json",
         ])
@@ -30,9 +30,9 @@ struct SuiteCLITests {
         let tablet = try Identity.load(path: dir + "/tablet/bob.identity")
         #expect(tablet.currentDeviceKey.privateKey.suite == .xwing)
 
-        let sent = try Devices.text(dir)
+        let sent = try await Devices.text(dir)
         #expect(sent.status == 0, "\(sent.stderr)")
-        let lines = try Devices.lines(sent)
+        let lines = try await Devices.lines(sent)
         #expect(lines.map { $0["device"] as? String } == ["phone", "tablet"])
         let bodies = try lines.map { Array(try #require($0["body"] as? String).utf8) }
         #expect(bodies.map(\.count) == [2233, 4093])
@@ -48,14 +48,14 @@ struct SuiteCLITests {
     }
 
     @Test("keygen --suite xwing starts a device on X-Wing: a format-3 card; an unknown suite is a usage error")
-    func keygenXWing() throws {
+    func keygenXWing() async throws {
         let dir = NSTemporaryDirectory() + "e2ee-send-suite-\(UUID().uuidString)"
-        try Devices.ok(["keygen", "--user-id", "carol", "--out-dir", dir, "--suite", "xwing"])
+        try await Devices.ok(["keygen", "--user-id", "carol", "--out-dir", dir, "--suite", "xwing"])
         let card = try DeviceList.load(path: dir + "/carol.card.json")
         #expect(card.formatVersion == 3)
         #expect(card.devices[0].currentKey.publicKey.suite == .xwing)
         #expect(try Identity.load(path: dir + "/carol.identity").currentDeviceKey.privateKey.suite == .xwing)
-        let bad = try SendCLITests.run(["keygen", "--user-id", "dave", "--out-dir", dir, "--suite", "kyber"])
+        let bad = try await SendCLITests.run(["keygen", "--user-id", "dave", "--out-dir", dir, "--suite", "kyber"])
         #expect(bad.status == 64, "\(bad.stderr)")
         #expect(bad.stderr.contains("classical") && bad.stderr.contains("xwing"))
     }
