@@ -3,6 +3,9 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGET ?= FuzzFilter
 FUZZ_BIN = Fuzz/.build/debug
 
+# At most four tests at a time per core (scripts/test.sh says why).
+export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH ?= $(shell echo $$((4 * $$(nproc))))
+
 .PHONY: test demo bench asan tsan fuzz fuzz-ci fuzz-build fuzz-check corpus soak
 
 test:

@@ -12,7 +12,13 @@ swift format lint --strict -r Sources Tests Fuzz/Sources Package.swift
 echo "== build (debug, tests) =="
 swift build --build-tests
 
-echo "== swift test (with a throwaway PostgreSQL for the relay's PostgreSQL tests) =="
+# Swift Testing starts every test at once unless told otherwise: with ~500 tests, many of them starting servers and
+# child processes, a 2-core machine ran about 150 at a time and their own deadlines (the PostgreSQL tests' 10-second
+# "does the server answer" check) ran out while the server sat idle. Four tests per core keeps the processes busy and
+# every deadline honest; a caller may set its own width.
+export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-$((4 * $(nproc)))}"
+
+echo "== swift test (with a throwaway PostgreSQL for the relay's PostgreSQL tests; $SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH tests at a time) =="
 ./scripts/with-postgres.sh swift test --skip-build --parallel
 
 echo "== independent implementation of docs/PROTOCOL.md vs Fixtures/ =="
