@@ -12,6 +12,7 @@
 //                      and PushLine, a push as one JSON line (request lines, spool records, kept payloads)
 //   Sender             building uniform APNs requests, the APNs HTTP/2 provider, token auth (re-exports PushTransport)
 //   LoopbackPKI        a throwaway CA and server certificate for TLS on loopback (the gateway, a self-signed relay)
+//   ConnectionGuard    connections: how a client's failed connection is told apart (not connected, untrusted, no answer)
 //   APNsGateway        a local APNs-compatible HTTP/2 + TLS server (tests, demo)
 //   NotificationFilter the device side: decisions, call reporter, durable state (no HTTP/TLS stack)
 //   RelayClient        the relay's API as a client sees it (JSON bodies, errors, signed requests, delivery tokens)
@@ -109,6 +110,7 @@ let package = Package(
             name: "Sender",
             dependencies: [
                 "E2EECore",
+                "ConnectionGuard",
                 "PushTransport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -128,6 +130,17 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "X509", package: "swift-certificates"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "ConnectionGuard",
+            dependencies: [
+                "Locking",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: strictSettings
         ),
@@ -166,6 +179,7 @@ let package = Package(
             name: "RelayClient",
             dependencies: [
                 "E2EECore",
+                "ConnectionGuard",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
