@@ -13,6 +13,8 @@
 //                      and PushLine, a push as one JSON line (request lines, spool records, kept payloads)
 //   Sender             building uniform APNs requests, the APNs HTTP/2 provider, token auth (re-exports PushTransport)
 //   LoopbackPKI        a throwaway CA and server certificate for TLS on loopback (the gateway, a self-signed relay)
+//   ConnectionGuard    connections: socket deadlines and a cap for the two servers (the gateway, the relay), and
+//                      how a client's failed connection is told apart (not connected, untrusted, no answer)
 //   APNsGateway        a local APNs-compatible HTTP/2 + TLS server (tests, demo)
 //   NotificationFilter the device side: decisions, call reporter, durable state (no HTTP/TLS stack)
 //   RelayClient        the relay's API as a client sees it (JSON bodies, errors, signed requests, delivery tokens)
@@ -63,6 +65,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
     ],
     targets: [
         // MARK: C libraries
@@ -115,6 +118,7 @@ let package = Package(
             name: "Sender",
             dependencies: [
                 "E2EECore",
+                "ConnectionGuard",
                 "PushTransport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -138,10 +142,22 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "ConnectionGuard",
+            dependencies: [
+                "Locking",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "APNsGateway",
             dependencies: [
                 "Locking",
                 "LoopbackPKI",
+                "ConnectionGuard",
                 "PushTransport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -173,6 +189,7 @@ let package = Package(
             name: "RelayClient",
             dependencies: [
                 "E2EECore",
+                "ConnectionGuard",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -184,8 +201,10 @@ let package = Package(
         .target(
             name: "Relay",
             dependencies: [
+                "CLISupport",
                 "Locking",
                 "LoopbackPKI",
+                "ConnectionGuard",
                 "E2EECore",
                 "PushTransport",
                 "RelayClient",
@@ -197,6 +216,8 @@ let package = Package(
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -241,6 +262,7 @@ let package = Package(
             dependencies: [
                 "CLISupport",
                 "APNsGateway",
+                "ConnectionGuard",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -252,6 +274,7 @@ let package = Package(
             dependencies: [
                 "CLISupport",
                 "Relay",
+                "ConnectionGuard",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -270,6 +293,11 @@ let package = Package(
             dependencies: [
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             path: "Tests/TestSupport",
             swiftSettings: strictSettings
@@ -292,6 +320,7 @@ let package = Package(
         .testTarget(
             name: "APNsGatewayTests",
             dependencies: [
+                "ConnectionGuard",
                 "Locking",
                 "TestSupport",
                 "APNsGateway",
@@ -331,6 +360,8 @@ let package = Package(
         .testTarget(
             name: "RelayTests",
             dependencies: [
+                "ConnectionGuard",
+                "LoopbackPKI",
                 "TestSupport",
                 "Locking",
                 "Relay",
@@ -346,6 +377,8 @@ let package = Package(
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],

@@ -215,7 +215,7 @@ class Demo:
             ["serve", "--database", self.path("run", "relay.sqlite"), "--self-signed-tls-dir",
              self.path("run", "relay-tls"), "--port", "0", "--port-file", port_file,
              "--apns-url", f"https://127.0.0.1:{self.port}", "--apns-ca", self.path("run", "tls", "ca.pem"),
-             "--apns-key-file", self.p8, "--apns-key-id", KEY_ID, "--apns-team-id", TEAM_ID],
+             "--apns-key-file", self.p8, "--apns-key-id", KEY_ID, "--apns-team-id", TEAM_ID, "--apns-topic", TOPIC],
             "relay.log",
         )
         deadline = time.monotonic() + START_TIMEOUT_S

@@ -18,6 +18,11 @@ public struct LoopbackCertificates: Sendable {
     public let chain: [NIOSSLCertificate]
     /// The server certificate's private key.
     public let serverKey: NIOSSLPrivateKey
+    /// The same key, PKCS#8 PEM: for a test or a tool that hands it to a server as a file (mode 0600); the servers
+    /// here keep theirs in memory.
+    public let serverKeyPEM: String
+    /// The CA's common name: who made these certificates (`e2ee-relay local CA`, `APNsGateway local CA`).
+    public let caCommonName: String
 
     /// Makes the CA (named `caCommonName`, with the organisation "e2ee-call-notifications") and the server
     /// certificate it signs.
@@ -30,10 +35,8 @@ public struct LoopbackCertificates: Sendable {
 
         let caKey = P256.Signing.PrivateKey()
         let caPublicKey = Certificate.PublicKey(caKey.publicKey)
-        let caName = try DistinguishedName {
-            OrganizationName("e2ee-call-notifications")
-            CommonName(caCommonName)
-        }
+        let caName = try Self.caName(caCommonName)
+        self.caCommonName = caCommonName
         let caKeyID = SubjectKeyIdentifier(hash: caPublicKey)
         let ca = try Certificate(
             version: .v3,
@@ -81,7 +84,45 @@ public struct LoopbackCertificates: Sendable {
             try NIOSSLCertificate(bytes: Array(self.serverCertificatePEM.utf8), format: .pem),
             try NIOSSLCertificate(bytes: Array(self.caCertificatePEM.utf8), format: .pem),
         ]
-        self.serverKey = try NIOSSLPrivateKey(bytes: Array(serverKey.pemRepresentation.utf8), format: .pem)
+        self.serverKeyPEM = serverKey.pemRepresentation
+        self.serverKey = try NIOSSLPrivateKey(bytes: Array(self.serverKeyPEM.utf8), format: .pem)
+    }
+
+    private static func caName(_ commonName: String) throws -> DistinguishedName {
+        try DistinguishedName {
+            OrganizationName("e2ee-call-notifications")
+            CommonName(commonName)
+        }
+    }
+
+    /// Writes the CA certificate to `path` (atomically), unless a file is there that this kind of server did not make:
+    /// a CA certificate under another common name (another server's loopback CA, which its clients trust), any other
+    /// certificate, or a file that is not one. Two servers given the same folder then fail to start instead of the
+    /// second silently replacing what the first one's clients trust.
+    ///
+    /// - Throws: ``FileRefused`` naming the file and who made it; what writing threw.
+    public func writeCA(to path: String) throws {
+        if let existing = FileManager.default.contents(atPath: path) {
+            let madeHere =
+                (try? Certificate(pemEncoded: String(decoding: existing, as: UTF8.self)))
+                .map { $0.subject == (try? Self.caName(self.caCommonName)) } ?? false
+            guard madeHere else {
+                let owner =
+                    (try? Certificate(pemEncoded: String(decoding: existing, as: UTF8.self)))
+                    .map { "the certificate of \($0.subject)" } ?? "a file that is not a certificate"
+                throw FileRefused(
+                    message: "\(path) holds \(owner), not one made by \(self.caCommonName); it is not overwritten "
+                        + "(clients of whoever made it trust it): give this server a folder of its own"
+                )
+            }
+        }
+        try Data(self.caCertificatePEM.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+    }
+
+    /// A certificate file that is not overwritten, and why.
+    public struct FileRefused: Error, CustomStringConvertible {
+        public let message: String
+        public var description: String { self.message }
     }
 
     /// `subjectAltName` = { dNSName "localhost", iPAddress 127.0.0.1 }, DER-encoded by hand (RFC 5280 §4.2.1.6):

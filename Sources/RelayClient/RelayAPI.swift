@@ -10,6 +10,10 @@ public enum RelayAPI: Sendable {
         case unregistered
         /// The device never registered an address with this relay.
         case none
+        /// APNs refused the address for good (`failed_reason`: `BadDeviceToken`, `DeviceTokenNotForTopic`,
+        /// `TopicDisallowed`), or the relay does not deliver for its topic: senders leave it out until the device
+        /// registers again.
+        case failed
     }
 
     /// One device of a fetched list: its id and its delivery state.
@@ -17,17 +21,21 @@ public enum RelayAPI: Sendable {
         public var deviceID: String
         public var push: PushState
         public var unregisteredAtMs: Int64?
+        /// Why the address failed (push state `failed`).
+        public var failedReason: String?
 
-        public init(deviceID: String, push: PushState, unregisteredAtMs: Int64? = nil) {
+        public init(deviceID: String, push: PushState, unregisteredAtMs: Int64? = nil, failedReason: String? = nil) {
             self.deviceID = deviceID
             self.push = push
             self.unregisteredAtMs = unregisteredAtMs
+            self.failedReason = failedReason
         }
 
         enum CodingKeys: String, CodingKey {
             case deviceID = "device_id"
             case push
             case unregisteredAtMs = "unregistered_at_ms"
+            case failedReason = "failed_reason"
         }
     }
 

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import ConnectionGuard
 public import E2EECore
 import Foundation
 import NIOCore
@@ -51,6 +52,9 @@ public final class RelayClient: Sendable {
         configuration.httpVersion = .automatic
         // Connecting (TCP + TLS) is part of a request: it gets the same bound, not AsyncHTTPClient's own 10 s.
         configuration.timeout.connect = timeAmount
+        // A connection that cannot be made fails the request at once (refused: in milliseconds; an untrusted
+        // certificate: a configuration error) instead of being retried until the timeout; ``submit`` retries itself.
+        configuration.connectionPool.retryConnectionEstablishment = false
         self.http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.timeout = timeAmount
@@ -205,6 +209,8 @@ public final class RelayClient: Sendable {
         if let authorization { headers.append(("Authorization", authorization)) }
         if let idempotencyKey { headers.append(("Idempotency-Key", idempotencyKey)) }
         var attempt = 1
+        // Once an attempt may have reached the relay, a later "could not connect" does not mean nothing was queued.
+        var mayHaveReached = false
         while true {
             do throws(RelayError) {
                 let (_, answer) = try await self.exchange(
@@ -215,7 +221,17 @@ public final class RelayClient: Sendable {
                     expect: 202
                 )
                 return try Self.decode(RelayAPI.SubmitResponse.self, answer)
-            } catch  where error.code == .transport && attempt < attempts {
+            } catch {
+                guard error.code == .transport || error.code == .outcomeUnknown else { throw error }
+                mayHaveReached = mayHaveReached || error.code == .outcomeUnknown
+                guard attempt < attempts else {
+                    guard mayHaveReached, attempts > 1 else { throw error }
+                    throw RelayError(
+                        .outcomeUnknown,
+                        "the submit was sent to the relay at \(self.baseURL) but no answer came after \(attempts) "
+                            + "attempts with the same idempotency key (\(error.message)); the relay may have queued it"
+                    )
+                }
                 attempt += 1
                 try? await Task.sleep(for: .milliseconds(200 * attempt))
             }
@@ -262,7 +278,7 @@ public final class RelayClient: Sendable {
             var buffer = try await response.body.collect(upTo: 1 << 20)
             bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
         } catch {
-            throw RelayError(.transport, "the relay at \(self.baseURL) could not be reached: \(error)")
+            throw self.transportError(error)
         }
         guard status == expect else {
             if let answer = try? JSONDecoder().decode(RelayAPI.ErrorBody.self, from: Data(bytes)) {
@@ -271,6 +287,30 @@ public final class RelayClient: Sendable {
             throw RelayError(.unexpectedResponse, "the relay answered \(status) without a reason code")
         }
         return (status, bytes)
+    }
+
+    /// What a failed exchange means for the caller, said without error type dumps.
+    private func transportError(_ error: any Error) -> RelayError {
+        let failure: TransportFailure =
+            switch error as? HTTPClientError {
+            case .connectTimeout?, .tlsHandshakeTimeout?: .notConnected("connecting timed out")
+            case .remoteConnectionClosed?: .noAnswer("the connection closed before the answer came")
+            case .readTimeout?, .deadlineExceeded?, .writeTimeout?: .noAnswer("no answer came in time")
+            case .cancelled?: .noAnswer("the request was cancelled")
+            case .some: .noAnswer("the request failed before an answer came")
+            case nil: TransportFailure.classify(error)
+            }
+        switch failure {
+        case .notConnected(let reason):
+            return RelayError(.transport, "the relay at \(self.baseURL) could not be reached: \(reason)")
+        case .untrustedCertificate(let reason):
+            return RelayError(
+                .untrustedCertificate,
+                "the relay at \(self.baseURL) is not trusted: \(reason)"
+            )
+        case .noAnswer(let reason):
+            return RelayError(.outcomeUnknown, "no answer from the relay at \(self.baseURL): \(reason)")
+        }
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws(RelayError) -> T {

@@ -46,6 +46,8 @@ public struct RelayError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let replayedAuthorization = Code("replayed-authorization", 401)
         public static let badPushAddress = Code("bad-push-address", 400)
         public static let unsupportedEnvironment = Code("unsupported-environment", 400)
+        /// The push address's topic is not one of the app topics this relay delivers for (`--apns-topic`).
+        public static let topicNotAllowed = Code("topic-not-allowed", 400)
         public static let badTokenSet = Code("bad-token-set", 400)
 
         // MARK: submits
@@ -60,6 +62,8 @@ public struct RelayError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let rateLimited = Code("rate-limited", 429)
         public static let noPushAddress = Code("no-push-address", 409)
         public static let pushAddressUnregistered = Code("push-address-unregistered", 409)
+        /// APNs refused the device's push address for good (BadDeviceToken, DeviceTokenNotForTopic, TopicDisallowed).
+        public static let pushAddressFailed = Code("push-address-failed", 409)
 
         // MARK: the relay's own faults
         public static let storageUnavailable = Code("storage-unavailable", 503)
@@ -70,8 +74,15 @@ public struct RelayError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let internalError = Code("internal-error", 500)
 
         // MARK: client side (RelayClient)
+        /// No connection to the relay could be made (refused, unreachable, connecting timed out): nothing was sent.
         public static let transport = Code("transport", 599)
         public static let unexpectedResponse = Code("unexpected-response", 598)
+        /// The relay's TLS certificate does not verify against the trusted CA (`--relay-ca`, else the system roots):
+        /// a configuration error, not retried.
+        public static let untrustedCertificate = Code("untrusted-certificate", 597)
+        /// The request was written and no answer came (the connection closed, the answer timed out): the relay may
+        /// have carried it out. A submit is retried with the same idempotency key, which makes this safe to resolve.
+        public static let outcomeUnknown = Code("outcome-unknown", 596)
 
         /// The code for a reason string received from a relay; unknown reasons keep their text.
         public static func received(_ reason: String, status: Int) -> Code { Code(reason, status) }

@@ -1,5 +1,6 @@
 public import APNsGateway
 public import ArgumentParser
+import ConnectionGuard
 import Foundation
 public import Logging
 import ServiceLifecycle
@@ -88,6 +89,28 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "How much to log on stderr.")
     var logLevel: Logger.Level = .info
 
+    @Option(
+        name: .customLong("max-connections"),
+        help:
+            "Most connections open at once (default: the fd limit less 64); at the cap the longest idle one is closed."
+    )
+    var maxConnections: Int?
+
+    @Option(name: .customLong("tls-handshake-timeout"), help: "Seconds from accept to a finished TLS handshake.")
+    var handshakeTimeout = 60.0
+
+    @Option(
+        name: .customLong("request-head-timeout"),
+        help: "Seconds from the TLS handshake to the first request's HEADERS."
+    )
+    var requestHeadTimeout = 60.0
+
+    @Option(name: .customLong("idle-timeout"), help: "Seconds a connection may stay open with no request in progress.")
+    var idleTimeout = 3600.0
+
+    @Option(name: .customLong("request-timeout"), help: "Seconds from a request's HEADERS to its last byte.")
+    var requestTimeout = 120.0
+
     func validate() throws {
         guard !self.topics.isEmpty else {
             throw ValidationError("give at least one --topic (the app's bundle id, e.g. com.example.app)")
@@ -165,7 +188,7 @@ struct ServeCommand: AsyncParsableCommand {
         for token in self.devices { devices.register(token) }
         let now = Date()
         for token in self.unregistered { devices.markUnregistered(token, at: now) }
-        return GatewayConfiguration(
+        var configuration = GatewayConfiguration(
             host: self.host,
             port: self.port,
             tlsDirectory: self.tlsDir,
@@ -187,6 +210,14 @@ struct ServeCommand: AsyncParsableCommand {
                 goAway: self.goAwayAfter.map { FaultInjection.GoAway(afterStreams: $0, reason: self.goAwayReason) }
             )
         )
+        configuration.connections = ConnectionLimits(
+            handshakeTimeout: .seconds(self.handshakeTimeout),
+            requestHeadTimeout: .seconds(self.requestHeadTimeout),
+            idleTimeout: .seconds(self.idleTimeout),
+            requestTimeout: .seconds(self.requestTimeout),
+            maximumConnections: self.maxConnections ?? ConnectionLimits.defaultMaximumConnections()
+        )
+        return configuration
     }
 }
 

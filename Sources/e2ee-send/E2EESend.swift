@@ -21,7 +21,9 @@ import Darwin
 /// exhausted; relay-unavailable: the relay could not be reached, rate limited or could not store); 76 a recipient's device list was refused (signing key changed, rollback, version reused, a device not
 /// signed in, bad list signature: nothing was sent to that user); 77 a secret file is readable by others, or the
 /// identity is locked and no passphrase file was given, or the relay refused the delivery token
-/// (delivery-token-refused).
+/// (delivery-token-refused); 78 a server's TLS certificate does not verify against --relay-ca/--apns-ca (or the system
+/// roots): a configuration error, nothing sent; 79 relay-outcome-unknown: a submit reached the relay and no answer
+/// came, even after retrying with the same idempotency key (the relay may have queued it).
 @main
 struct E2EESend: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -63,7 +65,11 @@ struct E2EESend: AsyncParsableCommand {
         (signing-key-changed: compare fingerprints, then `contact accept`; list-rollback: `contact fetch` the \
         current list; list-version-reused, device-not-signed-in, bad-list-signature, user-id-mismatch: do not \
         send, get a fresh card), 77 insecure or locked key file, or delivery-token-refused (ask the recipient for \
-        a current delivery token).
+        a current delivery token), 78 untrusted-certificate: the relay's or APNs' TLS certificate does not verify \
+        against --relay-ca / --apns-ca (or the system roots); nothing was sent: fix the option the message names, 79 \
+        relay-outcome-unknown: the submit reached the relay and no answer came, even after retrying with the same \
+        idempotency key; the relay may have queued it: send the same message again (same message id) once the relay \
+        answers, and the recipient's device silences the copy.
         """
 
     static func main() async {

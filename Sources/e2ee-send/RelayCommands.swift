@@ -12,7 +12,8 @@ struct RelayCommands: AsyncParsableCommand {
         discussion: """
             These talk to the relay (--relay https://host:port, --relay-ca for a loopback CA). Each prints one \
             JSON line with the relay's answer. A refusal names the relay's reason code and what to do, and exits \
-            69 (relay-refused); 75 when the relay cannot be reached (relay-unavailable: nothing changed, run again). \
+            69 (relay-refused); 75 when the relay cannot be reached or did not answer (relay-unavailable: nothing \
+            changed, run again); 78 when its certificate does not verify against --relay-ca (untrusted-certificate). \
             Each subcommand's --help lists its own.
             \(E2EESend.exitCodes)
             """,

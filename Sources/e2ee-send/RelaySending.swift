@@ -229,7 +229,7 @@ struct RelaySender {
                 for push in answer.pushes { accepted[push.deviceID] = push }
                 duplicate = answer.duplicate
             } catch {
-                refusal = Self.senderError(error, userID: list.userID, tokenPath: tokenPath)
+                refusal = Self.senderError(error, userID: list.userID, tokenPath: tokenPath, submitting: true)
             }
         }
         let byDevice = Dictionary(sealed.map { ($0.deviceID, $0) }, uniquingKeysWith: { a, _ in a })
@@ -248,7 +248,7 @@ struct RelaySender {
                 return SendResultLine(line: line, error: error, device: device.deviceID)
             case .success:
                 if let refusal {
-                    return SendResultLine(line: line, error: refusal, device: device.deviceID)
+                    return SendResultLine(line: line, error: refusal, device: device.deviceID, messageID: messageID)
                 }
                 guard let push = accepted[device.deviceID] else {
                     return SendResultLine(
@@ -295,7 +295,14 @@ struct RelaySender {
     }
 
     /// Maps a relay refusal or failure to the sender's codes (and so to exit codes), saying what to do.
-    static func senderError(_ error: RelayError, userID: String, tokenPath: String?) -> SenderError {
+    ///
+    /// - Parameter submitting: The request was a submit: an unknown outcome means the relay may have queued it.
+    static func senderError(
+        _ error: RelayError,
+        userID: String,
+        tokenPath: String?,
+        submitting: Bool = false
+    ) -> SenderError {
         let answer = "the relay answered \(error.code.rawValue): \(error.message)"
         switch error.code {
         case .missingDeliveryToken, .badDeliveryToken:
@@ -306,9 +313,27 @@ struct RelaySender {
             )
         case .unknownUser:
             return SenderError(.unknownRecipient, "\(answer). \(userID) has not published a device list to this relay")
-        case .transport, .rateLimited, .storageUnavailable, .storageFull, .draining:
+        case .transport:
+            return SenderError(.relayUnavailable, "\(error.message). Nothing was queued: send again later")
+        case .rateLimited, .storageUnavailable, .storageFull, .draining:
             let wait = error.retryAfterSeconds.map { " in \($0) s" } ?? " later"
             return SenderError(.relayUnavailable, "\(answer). Nothing was queued: send again\(wait)")
+        case .untrustedCertificate:
+            return SenderError(
+                .untrustedCertificate,
+                "\(error.message). Nothing was sent: give --relay-ca the PEM CA certificate that signed the relay's "
+                    + "certificate (a loopback relay's is ca.pem in its --self-signed-tls-dir), or fix --relay if it "
+                    + "names the wrong server"
+            )
+        case .outcomeUnknown where submitting:
+            return SenderError(
+                .relayOutcomeUnknown,
+                "\(error.message). Send the same message again with the same message id (the message_id of its result "
+                    + "lines) once the relay answers: if it was queued, the recipient's device silences the copy"
+            )
+        case .outcomeUnknown:
+            // Not a submit (a list fetch, or a device's own request): nothing can have been queued by it.
+            return SenderError(.relayUnavailable, "\(error.message). Nothing was queued: send again later")
         case .noPushAddress, .pushAddressUnregistered, .unknownDevice:
             return SenderError(
                 .relayRefused,

@@ -1,4 +1,5 @@
 import APNsGateway
+import ConnectionGuard
 @_spi(Vectors) import E2EECore
 import Foundation
 import Logging
@@ -19,11 +20,25 @@ struct RelayEndToEndTests {
         let port: Int
         let caPath: String
 
-        static func start(fixture: ServiceFixture, clients: [String: APNsClient]) async throws -> RunningRelay {
+        static func start(
+            fixture: ServiceFixture,
+            clients: [String: APNsClient],
+            initialBackoff: Duration = .seconds(1),
+            // Generous: with the whole suite running on two cores (under a sanitizer in CI), a handshake or a first
+            // request can take seconds; only tests of the deadlines set them short.
+            connections: ConnectionLimits = ConnectionLimits(
+                handshakeTimeout: .seconds(300),
+                requestHeadTimeout: .seconds(300),
+                idleTimeout: .seconds(300),
+                requestTimeout: .seconds(300)
+            )
+        ) async throws -> RunningRelay {
             let (tls, caPath) = try RelayTLS.selfSigned(directory: fixture.folder.file("tls"))
             var configuration = RelayConfiguration(database: .sqlite(path: fixture.store.path), tls: tls)
             configuration.port = 0
             configuration.delivery.pollInterval = .milliseconds(10)
+            configuration.delivery.initialBackoff = initialBackoff
+            configuration.connections = connections
             let delivery = DeliveryService(
                 store: fixture.store,
                 clients: clients,

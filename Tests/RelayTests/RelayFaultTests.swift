@@ -39,6 +39,7 @@ struct RelayFaultTests {
             "serve", "--database", database, "--port", "0", "--self-signed-tls-dir", folder.file("tls"),
             "--apns-url", "https://127.0.0.1:9", "--apns-key-file", keyFile,
             "--apns-key-id", GatewayFixture.keyID, "--apns-team-id", GatewayFixture.teamID,
+            "--apns-topic", GatewayFixture.topic, "--tls-handshake-timeout", "300", "--request-head-timeout", "300",
         ]
         let child = try ChildProcess(
             "e2ee-relay",

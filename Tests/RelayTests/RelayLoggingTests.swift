@@ -66,6 +66,9 @@ struct RelayLoggingTests {
                         ("delivery token hash", Hex.encode(token.sha256)),
                         ("phone device token", TestUser.address("phone").deviceToken),
                         ("tablet device token", TestUser.address("tablet").deviceToken),
+                        // Not a prefix either: 8 hex digits of a token name the device as well as the token does.
+                        ("phone device token prefix", String(TestUser.address("phone").deviceToken.prefix(8))),
+                        ("tablet device token prefix", String(TestUser.address("tablet").deviceToken.prefix(8))),
                         ("phone envelope", String(Data(phone.envelope.serialized).base64EncodedString().prefix(48))),
                         ("tablet envelope", String(Data(tablet.envelope.serialized).base64EncodedString().prefix(48))),
                         ("sender user id", "alice"),

@@ -25,7 +25,13 @@ final class RelayProcess: Sendable {
         apnsCA: String,
         keyFile: String,
         extra: [String] = [],
-        ignoringFileSizeSignal: Bool = false
+        // Generous by default: with the whole suite on two cores (under a sanitizer in CI) a handshake or a first
+        // request can take seconds; only tests of the deadlines make them short.
+        deadlines: [String] = [
+            "--tls-handshake-timeout", "300", "--request-head-timeout", "300", "--request-timeout", "300",
+        ],
+        ignoringFileSizeSignal: Bool = false,
+        limitingFileDescriptors descriptors: Int? = nil
     )
         async throws
     {
@@ -38,13 +44,17 @@ final class RelayProcess: Sendable {
                 "--self-signed-tls-dir", folder.file("\(name)-tls"),
                 "--apns-url", apnsURL, "--apns-ca", apnsCA, "--apns-key-file", keyFile,
                 "--apns-key-id", GatewayFixture.keyID, "--apns-team-id", GatewayFixture.teamID,
+                "--apns-topic", GatewayFixture.topic,
                 "--lease-seconds", "15", "--log-level", "debug", "--recipient-rate", "6000", "--token-rate", "6000",
                 // A loopback TLS handshake can take seconds under a sanitizer on shared cores.
                 "--apns-connect-timeout", "60",
-            ] + extra
+            ] + deadlines + extra
         // A write past RLIMIT_FSIZE then fails with EFBIG instead of killing the process with SIGXFSZ (an ignored
         // signal stays ignored across exec), as a write to a full disk fails with ENOSPC.
-        let prefix = ignoringFileSizeSignal ? ["/bin/sh", "-c", "trap '' XFSZ; exec \"$0\" \"$@\""] : []
+        // With `descriptors`, the relay runs under that open-file limit (as a service with `ulimit -n` set).
+        let limit = descriptors.map { "ulimit -n \($0) && " } ?? ""
+        let trap = ignoringFileSizeSignal ? "trap '' XFSZ; " : ""
+        let prefix = limit.isEmpty && trap.isEmpty ? [] : ["/bin/sh", "-c", "\(trap)\(limit)exec \"$0\" \"$@\""]
         let child = try ChildProcess(
             "e2ee-relay",
             arguments,

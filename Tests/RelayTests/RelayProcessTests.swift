@@ -183,6 +183,7 @@ struct RelayProcessTests {
                     "--apns-url", gateway.baseURL, "--apns-ca", gateway.server.caCertificatePath, "--apns-key-file",
                     keyFile,
                     "--apns-key-id", GatewayFixture.keyID, "--apns-team-id", GatewayFixture.teamID,
+                    "--apns-topic", GatewayFixture.topic,
                 ],
                 stdout: .discard
             )
@@ -207,7 +208,7 @@ struct RelayProcessTests {
             "e2ee-relay",
             [
                 "serve", "--database", "x.sqlite", "--self-signed-tls-dir", "tls", "--apns-key-id", "K",
-                "--apns-team-id", "T",
+                "--apns-team-id", "T", "--apns-topic", "com.example.app",
             ] + options,
             stdout: .discard
         )

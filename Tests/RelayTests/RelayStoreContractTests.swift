@@ -74,6 +74,61 @@ struct RelayStoreContractTests {
         }
     }
 
+    @Test("SQLite: a completion recorded again by its own lease is not a duplicate; a refused address is marked failed")
+    func sqliteSameLeaseAndFailedAddress() async throws {
+        try await Self.withSQLite { try await Self.sameLeaseAndFailedAddress($0) }
+    }
+
+    @Test(
+        "PostgreSQL: a completion recorded again by its own lease is not a duplicate; a refused address is marked failed",
+        .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)
+    )
+    func postgresSameLeaseAndFailedAddress() async throws {
+        try await Self.withPostgres { try await Self.sameLeaseAndFailedAddress($0) }
+    }
+
+    /// A lease's completion whose commit's answer was lost (PostgreSQL dropped the connection right after it) is sent
+    /// again by the same lease: it finds its own outcome and is not counted as a duplicate; a completion of another
+    /// lease (an expired one) is. And an address APNs refused for good is marked failed with the reason.
+    static func sameLeaseAndFailedAddress(_ store: any RelayStore) async throws {
+        try await Self.seed(store, pushes: 2)
+        #expect(try await store.submitContext(userID: "u", tokenHash: nil).tokenCount == 0)
+        let leased = try await store.lease(owner: "w1", limit: 10, nowMs: 1000, leaseMs: 100)
+        #expect(leased.count == 2)
+        let first = leased[0]
+        let delivered = Completion(pushID: first.pushID, outcome: .delivered(status: 200), attempt: first.attempts)
+        #expect(try await store.complete([delivered], owner: "w1", nowMs: 1010) == [.recorded])
+        // The same lease again (its first commit's answer lost): recorded, not a duplicate.
+        #expect(try await store.complete([delivered], owner: "w1", nowMs: 1011) == [.recorded])
+        #expect(try await store.push(first.pushID)?.completions == 1)
+        // Another lease of the same push (this one expired and the push was leased again): a duplicate.
+        var late = delivered
+        late.attempt = first.attempts - 1
+        #expect(try await store.complete([late], owner: "w1", nowMs: 1012) == [.alreadyCompleted])
+        #expect(try await store.complete([delivered], owner: "w2", nowMs: 1013) == [.alreadyCompleted])
+        #expect(try await store.push(first.pushID)?.completions == 3)
+
+        // 400 BadDeviceToken: the push failed, the address failed with the reason, until it registers again.
+        let second = leased[1]
+        let token = try #require(second.address?.deviceToken)
+        let refused = PushOutcome.addressRefused(atMs: 1020, deviceToken: token, status: 400, reason: "BadDeviceToken")
+        #expect(try await store.complete(second.pushID, owner: "w1", outcome: refused, nowMs: 1020) == .recorded)
+        let record = try #require(try await store.push(second.pushID))
+        #expect(record.state == .failed && record.apnsStatus == 400 && record.apnsReason == "BadDeviceToken")
+        let device = try #require(try await store.devices(userID: "u").first { $0.deviceID == second.deviceID })
+        #expect(
+            device.pushState == .failed && device.failedReason == "BadDeviceToken" && device.unregisteredAtMs == 1020
+        )
+        try await store.registerPush(
+            userID: "u",
+            deviceID: second.deviceID,
+            address: TestUser.address(second.deviceID),
+            nowMs: 1030
+        )
+        let again = try #require(try await store.devices(userID: "u").first { $0.deviceID == second.deviceID })
+        #expect(again.pushState == .active && again.failedReason == nil)
+    }
+
     @Test("SQLite: a lease takes the earliest due pushes of both kinds; completed rows are purged after an hour")
     func sqliteLeaseOrder() async throws {
         try await Self.withSQLite { try await Self.leaseOrder($0) }

@@ -302,7 +302,7 @@ struct RelayBench {
         let apnsOptions = [
             "--apns-url", "https://127.0.0.1:\(gatewayPort)", "--apns-ca", work + "/gateway-tls/ca.pem",
             "--apns-key-file", apns + "/AuthKey_KEY1234567.p8", "--apns-key-id", "KEY1234567",
-            "--apns-team-id", "TEAM123456",
+            "--apns-team-id", "TEAM123456", "--apns-topic", topic,
         ]
 
         // The relay instances.

@@ -1,3 +1,4 @@
+public import ConnectionGuard
 public import Foundation
 
 /// The APNs environment the gateway pretends to be.
@@ -40,6 +41,15 @@ public struct GatewayConfiguration: Sendable {
     public var tokenPolicy: ProviderTokenPolicy
     /// The clock used for token expiry, the 20-minute rule, 410 timestamps and `received_at_ms`.
     public var now: @Sendable () -> Date
+    /// Socket deadlines and the connection cap (docs/GATEWAY.md "Connections"): a minute for the handshake and for the
+    /// first request (the gateway runs beside tests and demos that load the machine, under sanitizers too), two for a
+    /// request, and an idle connection is kept an hour, as APNs keeps a provider's connection.
+    public var connections = ConnectionLimits(
+        handshakeTimeout: .seconds(60),
+        requestHeadTimeout: .seconds(60),
+        idleTimeout: .seconds(3600),
+        requestTimeout: .seconds(120)
+    )
 
     /// Creates a configuration.
     ///
@@ -107,5 +117,6 @@ public struct GatewayConfiguration: Sendable {
         }
         try self.faults.validate()
         try self.tokenPolicy.validate()
+        if let problem = self.connections.problem() { throw .invalidConfiguration(problem) }
     }
 }

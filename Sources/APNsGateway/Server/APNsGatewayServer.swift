@@ -1,3 +1,4 @@
+public import ConnectionGuard
 import Locking
 public import Logging
 import NIOCore
@@ -30,6 +31,8 @@ public final class APNsGatewayServer: Sendable {
     private let state = PThreadMutex(State())
     private let devices: PThreadMutex<DeviceRegistry>
     private let group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    /// Every open connection, under ``GatewayConfiguration/connections``.
+    public let connections: ConnectionTracker
 
     /// Creates a server; nothing is bound or written until ``start()``.
     ///
@@ -42,6 +45,7 @@ public final class APNsGatewayServer: Sendable {
         self.sink = sink
         self.logger = logger
         self.devices = PThreadMutex(configuration.devices)
+        self.connections = ConnectionTracker(limits: configuration.connections)
     }
 
     /// The CA certificate (PEM) a client must trust: `<tlsDirectory>/ca.pem`, written by ``start()``.
@@ -170,9 +174,20 @@ public final class APNsGatewayServer: Sendable {
             ]
             return connection
         }()
+        let tracker = self.connections
         return ServerBootstrap(group: self.group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    // A failing accept (no file descriptor left) waits a second instead of spinning; the cap keeps
+                    // that from happening at all while the descriptor limit is above it.
+                    try channel.pipeline.syncOperations.addHandler(
+                        AcceptBackoffHandler(shouldForwardIOErrorCaught: false)
+                    )
+                    try channel.pipeline.syncOperations.addHandler(ConnectionCapHandler(tracker: tracker))
+                }
+            }
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -182,8 +197,10 @@ public final class APNsGatewayServer: Sendable {
                         faults: configuration.faults
                     )
                     self.track(channel)
+                    tracker.track(channel)
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLServerHandler(context: sslContext))
+                    try sync.addHandler(ConnectionDeadlineHandler(tracker: tracker))
                     _ = try sync.configureHTTP2Pipeline(
                         mode: .server,
                         connectionConfiguration: connectionConfiguration,
@@ -194,7 +211,8 @@ public final class APNsGatewayServer: Sendable {
                                 GatewayStreamHandler(
                                     processor: processor,
                                     connection: connection,
-                                    environment: configuration.environment
+                                    environment: configuration.environment,
+                                    tracker: tracker
                                 )
                             )
                         }

@@ -1,3 +1,4 @@
+import ConnectionGuard
 import NIOCore
 import NIOHTTP2
 
@@ -12,14 +13,33 @@ final class GatewayStreamHandler: ChannelInboundHandler {
     private let processor: RequestProcessor
     private let connection: GatewayConnection
     private let environment: APNsGatewayEnvironment
+    private let tracker: ConnectionTracker
+    /// From the request's HEADERS to its answer: the connection's deadlines wait, the request timeout runs.
+    private var activity: ConnectionActivity?
     private var request = GatewayRequest(method: nil, path: nil, headers: [], body: [], bodyLength: 0)
     private var headersSeen = false
     private var complete = false
 
-    init(processor: RequestProcessor, connection: GatewayConnection, environment: APNsGatewayEnvironment) {
+    init(
+        processor: RequestProcessor,
+        connection: GatewayConnection,
+        environment: APNsGatewayEnvironment,
+        tracker: ConnectionTracker
+    ) {
         self.processor = processor
         self.connection = connection
         self.environment = environment
+        self.tracker = tracker
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.endActivity()
+        context.fireChannelInactive()
+    }
+
+    private func endActivity() {
+        self.activity?.finish()
+        self.activity = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -27,6 +47,7 @@ final class GatewayStreamHandler: ChannelInboundHandler {
         case .headers(let headers):
             if !self.headersSeen {
                 self.headersSeen = true
+                self.activity = ConnectionActivity.start(on: context.channel, tracker: self.tracker)
                 self.collect(headers)
             }
             if headers.endStream { self.requestComplete(context: context) }
@@ -58,8 +79,11 @@ final class GatewayStreamHandler: ChannelInboundHandler {
     private func requestComplete(context: ChannelHandlerContext) {
         guard !self.complete else { return }
         self.complete = true
+        // From here on the time is the gateway's (fault delays, the sink's fsync), not the client's.
+        self.activity?.received()
         let streamID = (try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)) ?? 0
         guard self.connection.admit(streamID: streamID) == .admit else {
+            self.endActivity()
             context.writeAndFlush(self.wrapOutboundOut(.rstStream(.refusedStream)), promise: nil)
             return
         }
@@ -70,6 +94,9 @@ final class GatewayStreamHandler: ChannelInboundHandler {
     }
 
     private func respond(context: ChannelHandlerContext, _ response: GatewayResponse) {
+        // A silent stream (a fault: APNs never answers) stays open, as a hung APNs stream does; it no longer counts
+        // as a request in progress, so the request timeout does not reset it.
+        self.endActivity()
         if response.silent {
             self.connection.streamFinished()
             return

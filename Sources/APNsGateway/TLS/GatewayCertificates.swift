@@ -8,6 +8,7 @@ import NIOSSL
 /// private keys stay in memory. Validity uses the wall clock, not the injected one, because TLS clients check it
 /// against theirs.
 struct GatewayCertificates {
+    let pki: LoopbackCertificates
     let caCertificatePEM: String
     let serverChainPEM: String
     let sslContext: NIOSSLContext
@@ -23,6 +24,7 @@ struct GatewayCertificates {
             tls.minimumTLSVersion = .tlsv12
             tls.applicationProtocols = ["h2"]
             return GatewayCertificates(
+                pki: pki,
                 caCertificatePEM: pki.caCertificatePEM,
                 serverChainPEM: pki.serverCertificatePEM + "\n" + pki.caCertificatePEM,
                 sslContext: try NIOSSLContext(configuration: tls)
@@ -37,8 +39,10 @@ struct GatewayCertificates {
         do {
             let directory = (caPath as NSString).deletingLastPathComponent
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            try Data(self.caCertificatePEM.utf8).write(to: URL(fileURLWithPath: caPath), options: .atomic)
+            try self.pki.writeCA(to: caPath)
             try Data(self.serverChainPEM.utf8).write(to: URL(fileURLWithPath: serverPath), options: .atomic)
+        } catch let error as LoopbackCertificates.FileRefused {
+            throw .tlsSetupFailed("--tls-dir: \(error.message)")
         } catch {
             throw .tlsSetupFailed(
                 "cannot write the gateway certificates to \(caPath): \(error); check the TLS directory is writable"

@@ -4,6 +4,7 @@ import Foundation
 public import Logging
 import PushTransport
 public import RelayClient
+import Synchronization
 
 /// The relay's API decisions, independent of HTTP: every input gets one outcome, a value or a ``RelayError`` with
 /// a reason code, and a refused input changes nothing in the store.
@@ -22,6 +23,9 @@ public final class RelayService: Sendable {
         public var tokenBurst: Double = 30
         /// APNs environments this relay can deliver to.
         public var environments: Set<String> = ["production", "development"]
+        /// The app's topics (bundle ids) this relay delivers for: a push address for another topic is refused
+        /// (`topic-not-allowed`). Empty: any topic (tests of the API alone; `e2ee-relay serve` requires them).
+        public var topics: Set<String> = []
 
         public init() {}
     }
@@ -38,6 +42,14 @@ public final class RelayService: Sendable {
     let logger: Logger
     private let recipientLimiter: RateLimiter
     private let tokenLimiter: RateLimiter
+    private let isDraining = Atomic<Bool>(false)
+
+    /// Whether the relay is shutting down (readiness answers `draining`); requests are still answered meanwhile.
+    public var draining: Bool { self.isDraining.load(ordering: .relaxed) }
+
+    /// Marks the relay as shutting down: from now on readiness answers 503 `draining`, so that load balancers send new
+    /// clients elsewhere while the requests already read are answered.
+    public func startDraining() { self.isDraining.store(true, ordering: .relaxed) }
 
     /// - Parameters:
     ///   - store: Where everything is kept.
@@ -115,7 +127,12 @@ public final class RelayService: Sendable {
             throw RelayError(.unknownUser, "no device list is published for user \"\(userID)\"")
         }
         let devices = try await self.store.devices(userID: userID).map {
-            RelayAPI.DeviceState(deviceID: $0.deviceID, push: $0.pushState, unregisteredAtMs: $0.unregisteredAtMs)
+            RelayAPI.DeviceState(
+                deviceID: $0.deviceID,
+                push: $0.pushState,
+                unregisteredAtMs: $0.unregisteredAtMs,
+                failedReason: $0.failedReason
+            )
         }
         return (list.json, devices)
     }
@@ -133,6 +150,13 @@ public final class RelayService: Sendable {
             environment: registration.environment
         )
         try Self.checkAddress(address)
+        guard self.policy.topics.isEmpty || self.policy.topics.contains(address.topic) else {
+            throw RelayError(
+                .topicNotAllowed,
+                "this relay delivers for \(self.policy.topics.sorted().joined(separator: ", ")) only; topic "
+                    + "\"\(address.topic)\" belongs to another app (APNs would refuse it: TopicDisallowed)"
+            )
+        }
         guard self.policy.environments.contains(address.environment) else {
             throw RelayError(
                 .unsupportedEnvironment,
@@ -240,11 +264,13 @@ public final class RelayService: Sendable {
     ///   - authorization: The `Authorization` header, if any.
     ///   - idempotencyKey: The `Idempotency-Key` header, if any.
     ///   - body: The JSON body (its size was checked by the HTTP layer).
+    ///   - requestID: Names the submit in the logs (and in the answer's `X-Request-Id`), nothing else.
     public func submit(
         userID: String,
         authorization: String?,
         idempotencyKey: String?,
-        body: [UInt8]
+        body: [UInt8],
+        requestID: String = RelayService.newRequestID()
     ) async throws(RelayError) -> RelayAPI.SubmitResponse {
         do throws(RelayError) {
             let response = try await self.checkedSubmit(
@@ -254,6 +280,14 @@ public final class RelayService: Sendable {
                 body: body
             )
             self.metrics.submit(response.duplicate ? "duplicate" : "accepted")
+            // At info, with no identity: which user, device or token a submit was for stays out of the logs.
+            self.logger.info(
+                "submit accepted",
+                metadata: [
+                    "request_id": "\(requestID)", "pushes": "\(response.pushes.count)",
+                    "duplicate": "\(response.duplicate)",
+                ]
+            )
             return response
         } catch {
             let outcome =
@@ -262,8 +296,17 @@ public final class RelayService: Sendable {
                 default: "refused"
                 }
             self.metrics.submit(outcome)
+            self.logger.info(
+                "submit refused",
+                metadata: ["request_id": "\(requestID)", "error": "\(error.code.rawValue)"]
+            )
             throw error
         }
+    }
+
+    /// A new request id: 16 hex digits, random.
+    public static func newRequestID() -> String {
+        Hex.encode((0..<8).map { _ in UInt8.random(in: 0...255) })
     }
 
     private func checkedSubmit(
@@ -317,8 +360,9 @@ public final class RelayService: Sendable {
         let tokenHash = try Self.checkToken(token, valid: context.tokenIsValid)
         let cost = Double(request.pushes.count)
         let now = self.now()
+        let tokenLimit = self.tokenShare(tokens: context.tokenCount)
         let recipientWait = self.recipientLimiter.wait(for: userID, cost: cost, nowMs: now)
-        let tokenWait = self.tokenLimiter.wait(for: Hex.encode(tokenHash), cost: cost, nowMs: now)
+        let tokenWait = self.tokenLimiter.wait(for: Hex.encode(tokenHash), cost: cost, nowMs: now, limit: tokenLimit)
         if recipientWait > 0 || tokenWait > 0 {
             let scope = recipientWait >= tokenWait ? "recipient" : "token"
             self.metrics.rateLimited(scope: scope)
@@ -349,6 +393,12 @@ public final class RelayService: Sendable {
                     .pushAddressUnregistered,
                     "APNs reported device \"\(push.deviceID)\"'s push address unregistered: leave it out until it registers again"
                 )
+            case .failed:
+                throw RelayError(
+                    .pushAddressFailed,
+                    "APNs refused device \"\(push.deviceID)\"'s push address (\(device.failedReason ?? "refused")): "
+                        + "leave it out until it registers again"
+                )
             }
         }
         let outcome = try await self.store.enqueue(
@@ -364,14 +414,25 @@ public final class RelayService: Sendable {
             self.metrics.duplicateSubmits.increment()
         } else {
             self.recipientLimiter.take(userID, cost: cost, nowMs: now)
-            self.tokenLimiter.take(Hex.encode(tokenHash), cost: cost, nowMs: now)
+            self.tokenLimiter.take(Hex.encode(tokenHash), cost: cost, nowMs: now, limit: tokenLimit)
             self.metrics.pushesAccepted.increment(by: Int64(outcome.pushes.count))
         }
         self.logger.debug(
-            "submit accepted",
+            "submit queued",
             metadata: ["user": "\(userID)", "pushes": "\(outcome.pushes.count)", "duplicate": "\(outcome.duplicate)"]
         )
         return RelayAPI.SubmitResponse(pushes: outcome.pushes, duplicate: outcome.duplicate)
+    }
+
+    /// A delivery token's limit when its user has `tokens` tokens: the token limit, and at most its share (one of
+    /// `tokens`) of the recipient's rate and burst, so that tokens flooding a recipient leave the others theirs; never
+    /// below one submit to a user with every device (``maximumPushes``).
+    func tokenShare(tokens: Int) -> RateLimiter.Limit {
+        let share = Double(max(tokens, 1))
+        return RateLimiter.Limit(
+            ratePerMinute: min(self.policy.tokenRatePerMinute, self.policy.recipientRatePerMinute / share),
+            burst: max(Double(Self.maximumPushes), min(self.policy.tokenBurst, self.policy.recipientBurst / share))
+        )
     }
 
     /// The SHA-256 of the delivery token of an `Authorization` header: nil when there is none, a failure when it is

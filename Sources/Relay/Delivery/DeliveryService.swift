@@ -29,6 +29,9 @@ public final class DeliveryService: Service, Sendable {
         public var initialBackoff: Duration = .seconds(1)
         public var maximumBackoff: Duration = .seconds(300)
         public var jitter = 0.2
+        /// The app's topics (bundle ids): a push to an address registered for another topic is not sent, and the
+        /// address is marked failed (`topic-not-allowed`). Empty: every topic (tests of the queue alone).
+        public var topics: Set<String> = []
 
         public init(owner: String = DeliveryService.defaultOwner()) {
             self.owner = owner
@@ -41,6 +44,8 @@ public final class DeliveryService: Service, Sendable {
     let configuration: Configuration
     let now: @Sendable () -> Int64
     let logger: Logger
+    /// The latest attempts' outcomes, for readiness (docs/RELAY.md "Health").
+    public let health = DeliveryHealth()
     private let stopping = Atomic<Bool>(false)
     private let inFlight = Atomic<Int>(0)
 
@@ -142,6 +147,22 @@ public final class DeliveryService: Service, Sendable {
                 settled.append(Settled(push: push, outcome: .removed, status: "local-no-address"))
                 continue
             }
+            guard self.configuration.topics.isEmpty || self.configuration.topics.contains(address.topic) else {
+                // Registered before the relay was configured with its topics: APNs would refuse it (TopicDisallowed).
+                settled.append(
+                    Settled(
+                        push: push,
+                        outcome: .addressRefused(
+                            atMs: self.now(),
+                            deviceToken: address.deviceToken,
+                            status: nil,
+                            reason: RelayError.Code.topicNotAllowed.rawValue
+                        ),
+                        status: "local-topic-not-allowed"
+                    )
+                )
+                continue
+            }
             guard self.clients[address.environment] != nil else {
                 settled.append(
                     Settled(
@@ -199,20 +220,43 @@ public final class DeliveryService: Service, Sendable {
         }
     }
 
+    /// APNs' reasons that refuse a push address for good: the address is marked failed (docs/RELAY.md "Queue and
+    /// delivery").
+    static let addressRefusals: Set<String> = [
+        "BadDeviceToken", "DeviceTokenNotForTopic", "TopicDisallowed", "BadTopic",
+    ]
+
     func outcome(of result: APNsResult, for push: LeasedPush) -> (PushOutcome, String) {
         let now = self.now()
         if let status = result.status {
+            let reason = result.reason?.rawValue
             switch status {
             case 200:
+                self.health.record(.worked, atMs: now)
                 return (.delivered(status: 200), "200")
             case 410:
+                self.health.record(.worked, atMs: now)
                 return (.unregistered(atMs: result.timestamp ?? now, deviceToken: result.deviceToken), "410")
-            case _ where RetryPolicy.isRetryable(status: status):
+            case 400 where reason.map(Self.addressRefusals.contains) == true:
+                self.health.record(.worked, atMs: now)
                 return (
-                    self.retryOrGiveUp(push, status: status, reason: result.reason?.rawValue, now: now), "\(status)"
+                    .addressRefused(atMs: now, deviceToken: result.deviceToken, status: 400, reason: reason ?? ""),
+                    "400"
                 )
+            case 403:
+                // The relay's key or team (InvalidProviderToken, BadEnvironmentKeyIdInToken, ...), not the push: it
+                // waits, with backoff, for a relay whose key works; readiness says why meanwhile.
+                self.health.record(
+                    .refused("403 \(reason ?? "Forbidden"): check --apns-key-file, --apns-key-id and --apns-team-id"),
+                    atMs: now
+                )
+                return (self.retryOrGiveUp(push, status: status, reason: reason, now: now), "403")
+            case _ where RetryPolicy.isRetryable(status: status):
+                self.health.record(.refused("\(status) \(reason ?? "")"), atMs: now)
+                return (self.retryOrGiveUp(push, status: status, reason: reason, now: now), "\(status)")
             default:
-                return (.failed(status: status, reason: result.reason?.rawValue ?? "status \(status)"), "\(status)")
+                self.health.record(.worked, atMs: now)
+                return (.failed(status: status, reason: reason ?? "status \(status)"), "\(status)")
             }
         }
         let local = result.localOutcome
@@ -222,8 +266,12 @@ public final class DeliveryService: Service, Sendable {
             return (.unregistered(atMs: now, deviceToken: result.deviceToken), label)
         case "invalidDeviceToken":
             return (.failed(status: nil, reason: "invalid device token"), label)
+        case "clientShutdown", "cancelled", nil:
+            return (self.retryOrGiveUp(push, status: nil, reason: local?.code, now: now), label)
         default:
-            // Timeouts, broken connections, shutdown, cancellation: the push may or may not have arrived.
+            // Timeouts, broken connections, an untrusted certificate: the push may or may not have arrived (a timeout),
+            // or could not be sent; it is sent again after a backoff.
+            self.health.record(.unreachable(local?.message ?? "no answer"), atMs: now)
             return (self.retryOrGiveUp(push, status: nil, reason: local?.code, now: now), label)
         }
     }
@@ -264,7 +312,9 @@ public final class DeliveryService: Service, Sendable {
                 ]
             )
         }
-        let completions = settled.map { Completion(pushID: $0.push.pushID, outcome: $0.outcome) }
+        let completions = settled.map {
+            Completion(pushID: $0.push.pushID, outcome: $0.outcome, attempt: $0.push.attempts)
+        }
         var results: [CompletionResult] = []
         var pause: Duration = .milliseconds(250)
         while true {

@@ -1,3 +1,4 @@
+public import ConnectionGuard
 import Foundation
 public import Hummingbird
 import HummingbirdCore
@@ -5,6 +6,7 @@ import HummingbirdHTTP2
 public import Logging
 public import NIOSSL
 public import RelayClient
+import ServiceLifecycle
 
 /// Everything `e2ee-relay serve` needs, checked by the CLI before the relay starts.
 public struct RelayConfiguration: Sendable {
@@ -34,6 +36,10 @@ public struct RelayConfiguration: Sendable {
     public var tls: TLSConfiguration
     public var policy = RelayService.Policy()
     public var delivery = DeliveryService.Configuration()
+    /// Socket deadlines and the connection cap (docs/RELAY.md "Connections").
+    public var connections = ConnectionLimits()
+    /// A listener of its own for `GET /metrics` (plain HTTP), instead of the API's; nil: the API serves it.
+    public var metricsListener: (host: String, port: Int)?
 
     /// Where the TLS certificate comes from.
     public enum TLS: Sendable, Hashable {
@@ -57,11 +63,34 @@ public struct RelayConfiguration: Sendable {
 
 /// Builds the relay: the store, the API service, the delivery workers and the HTTPS server (HTTP/2 + HTTP/1.1).
 public enum RelayApplication: Sendable {
-    private static func server(_ tls: TLSConfiguration) throws(RelayError) -> HTTPServerBuilder {
+    /// HTTPS with ALPN (HTTP/2, else HTTP/1.1), every connection under `tracker`'s limits, and every request
+    /// reported to its connection's deadlines and bounded by the request timeout.
+    private static func server(
+        _ tls: TLSConfiguration,
+        tracker: ConnectionTracker
+    ) throws(RelayError) -> HTTPServerBuilder {
+        // Checked here so that an unusable certificate is a start-up error, not a failure of every connection.
         do {
-            return try .http2Upgrade(tlsConfiguration: tls)
+            _ = try NIOSSLContext(configuration: tls)
         } catch {
             throw RelayError(.configuration, "the TLS configuration is not usable: \(error)")
+        }
+        let limits = tracker.limits
+        return HTTPServerBuilder { responder in
+            let tracked: HTTPChannelHandler.Responder = { request, writer, channel in
+                let activity = ConnectionActivity.start(on: channel, tracker: tracker)
+                defer { activity.finish() }
+                try await responder(request, writer, channel)
+            }
+            return GuardedChildChannel(
+                base: try HTTP2UpgradeChannel(
+                    tlsConfiguration: tls,
+                    // An idle HTTP/2 connection gets the server's GOAWAY at the idle timeout.
+                    configuration: .init(idleTimeout: limits.idleTimeout),
+                    responder: tracked
+                ),
+                tracker: tracker
+            )
         }
     }
 
@@ -97,23 +126,52 @@ public enum RelayApplication: Sendable {
     ///   - delivery: The delivery workers (run and drained with the server), or nil for an API-only relay.
     ///   - configuration: Host, port, port file and TLS.
     ///   - logger: The server's logger.
+    ///   - connections: Tracks the server's connections under `configuration.connections` (made here when nil); a
+    ///     caller that passes its own can wait for them to close after the server stops.
     public static func make(
         service: RelayService,
         delivery: DeliveryService?,
         configuration: RelayConfiguration,
+        connections: ConnectionTracker? = nil,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in },
         logger: Logger
     ) throws(RelayError) -> some ApplicationProtocol {
         let portFile = configuration.portFile
-        let server = try Self.server(configuration.tls)
+        let tracker = connections ?? ConnectionTracker(limits: configuration.connections)
+        let server = try Self.server(configuration.tls, tracker: tracker)
+        var services: [any Service] = delivery.map { [$0] } ?? []
+        if let listener = configuration.metricsListener {
+            services.append(
+                Application(
+                    router: RelayRouter.buildMetrics(service: service),
+                    server: .http1(configuration: .init(idleTimeout: .seconds(60))),
+                    configuration: .init(
+                        address: .hostname(listener.host, port: listener.port),
+                        serverName: "e2ee-relay"
+                    ),
+                    onServerRunning: { channel in
+                        logger.info(
+                            "e2ee-relay metrics listening",
+                            metadata: ["port": "\(channel.localAddress?.port ?? listener.port)"]
+                        )
+                    },
+                    logger: logger
+                )
+            )
+        }
         return Application(
-            router: RelayRouter.build(service: service),
+            router: RelayRouter.build(
+                service: service,
+                delivery: delivery,
+                metricsOnAPI: configuration.metricsListener == nil
+            ),
             server: server,
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port),
-                serverName: "e2ee-relay"
+                serverName: "e2ee-relay",
+                availableConnectionsDelegate: TrackedConnections(tracker: tracker)
             ),
-            services: delivery.map { [$0] } ?? [],
+            services: services,
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? configuration.port
                 if let portFile {

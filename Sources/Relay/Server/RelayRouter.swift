@@ -11,9 +11,20 @@ import RelayClient
 public enum RelayRouter: Sendable {
     static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
     static let retryAfter = HTTPField.Name("Retry-After")!
+    static let requestID = HTTPField.Name("X-Request-Id")!
 
     /// The router; tests drive it in-process with HummingbirdTesting, `serve` puts it behind TLS.
-    public static func build(service: RelayService) -> Router<BasicRequestContext> {
+    ///
+    /// - Parameters:
+    ///   - service: The API decisions.
+    ///   - delivery: The delivery workers, whose health readiness reports (nil: an API-only relay, ready when its
+    ///     store is).
+    ///   - metricsOnAPI: Whether `GET /metrics` is served here (false when the metrics have a listener of their own).
+    public static func build(
+        service: RelayService,
+        delivery: DeliveryService? = nil,
+        metricsOnAPI: Bool = true
+    ) -> Router<BasicRequestContext> {
         let router = Router()
         router.middlewares.add(RelayErrorMiddleware())
         let users = router.group("v1/users/:user")
@@ -48,44 +59,52 @@ public enum RelayRouter: Sendable {
             }
         }
         users.post("pushes") { request, context in
-            await Self.answer { () async throws(RelayError) -> Response in
+            let requestID = RelayService.newRequestID()
+            var response = await Self.answer { () async throws(RelayError) -> Response in
                 let body = try await Self.body(request, limit: service.policy.maximumSubmitBytes)
                 let response = try await service.submit(
                     userID: try Self.user(context),
                     authorization: request.headers[.authorization],
                     idempotencyKey: request.headers[Self.idempotencyKey],
-                    body: body
+                    body: body,
+                    requestID: requestID
                 )
                 return Self.json(.accepted, response)
             }
-        }
-        router.get("v1/health") { _, _ in
-            do throws(RelayError) {
-                try await service.store.ping()
-                return Self.json(.ok, ["status": "ok"])
-            } catch {
-                // The process runs; its database does not answer, or its last write found no room on the disk (until
-                // a write succeeds again): a load balancer sends elsewhere.
-                var response = Self.json(
-                    .serviceUnavailable,
-                    [
-                        "status": error.code == .storageFull ? "storage-full" : "database-unreachable",
-                        "message": error.message,
-                    ]
-                )
-                response.headers[Self.retryAfter] = "\(error.retryAfterSeconds ?? 1)"
-                return response
-            }
-        }
-        router.get("metrics") { _, _ in
-            if let counts = try? await service.store.counts() {
-                service.metrics.setQueue(queued: counts[.queued] ?? 0, leased: counts[.leased] ?? 0)
-            }
-            var response = Self.raw(.ok, service.metrics.render())
-            response.headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            response.headers[Self.requestID] = requestID
             return response
         }
+        // Readiness: whether to send requests here (docs/RELAY.md "Health"); /v1/health is the same answer.
+        let ready: @Sendable (Request, BasicRequestContext) async -> Response = { _, _ in
+            await RelayReadiness.check(service: service, delivery: delivery).response
+        }
+        router.get("v1/health", use: ready)
+        router.get("v1/health/ready", use: ready)
+        // Liveness: the process serves requests (a supervisor restarts it only when this fails).
+        router.get("v1/health/live") { _, _ in Self.json(.ok, ["status": "live"]) }
+        if metricsOnAPI {
+            router.get("metrics") { _, _ in await Self.metrics(service) }
+        }
         return router
+    }
+
+    /// The metrics alone (`--metrics-host`/`--metrics-port`: a listener of their own, plain HTTP, for the scraper's
+    /// network only).
+    public static func buildMetrics(service: RelayService) -> Router<BasicRequestContext> {
+        let router = Router()
+        router.middlewares.add(RelayErrorMiddleware())
+        router.get("metrics") { _, _ in await Self.metrics(service) }
+        return router
+    }
+
+    /// `GET /metrics`: Prometheus text, with the queue's depth read now.
+    static func metrics(_ service: RelayService) async -> Response {
+        if let counts = try? await service.store.counts() {
+            service.metrics.setQueue(queued: counts[.queued] ?? 0, leased: counts[.leased] ?? 0)
+        }
+        var response = Self.raw(.ok, service.metrics.render())
+        response.headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+        return response
     }
 
     private static func user(_ context: BasicRequestContext) throws(RelayError) -> String {
@@ -95,6 +114,13 @@ public enum RelayRouter: Sendable {
     }
 
     private static func body(_ request: Request, limit: Int) async throws(RelayError) -> [UInt8] {
+        // A declared length over the limit is refused before a byte of the body is read.
+        if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > limit {
+            throw RelayError(
+                .bodyTooLarge,
+                "the body is \(declared) bytes (Content-Length) and this endpoint takes at most \(limit)"
+            )
+        }
         do {
             var buffer = try await request.body.collect(upTo: limit)
             return buffer.readBytes(length: buffer.readableBytes) ?? []

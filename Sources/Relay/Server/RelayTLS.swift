@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import LoopbackPKI
 public import NIOSSL
 public import RelayClient
@@ -9,6 +10,66 @@ public enum RelayTLS: Sendable {
     ///
     /// - Throws: `configuration` saying which file is wrong and what to do.
     public static func load(certificatePath: String, keyPath: String) throws(RelayError) -> TLSConfiguration {
+        let (chain, key) = try Self.read(certificatePath: certificatePath, keyPath: keyPath)
+        return Self.server(chain: chain, key: key)
+    }
+
+    /// A certificate and key read from files and read again on ``reload()`` (SIGHUP): each new handshake presents the
+    /// pair read last; connections already open keep theirs.
+    public final class Files: Sendable {
+        public let certificatePath: String
+        public let keyPath: String
+        private let current: PThreadMutex<(chain: [NIOSSLCertificate], key: NIOSSLPrivateKey)>
+
+        /// - Throws: `configuration` when the files cannot be used now.
+        public init(certificatePath: String, keyPath: String) throws(RelayError) {
+            self.certificatePath = certificatePath
+            self.keyPath = keyPath
+            self.current = PThreadMutex(try RelayTLS.read(certificatePath: certificatePath, keyPath: keyPath))
+        }
+
+        /// Reads both files again; on any problem the pair in use stays.
+        ///
+        /// - Throws: `configuration` naming what is wrong (the old pair is still served).
+        public func reload() throws(RelayError) {
+            let pair = try RelayTLS.read(certificatePath: self.certificatePath, keyPath: self.keyPath)
+            do {
+                // The new pair must belong together before it replaces the one in use.
+                var check = TLSConfiguration.makeServerConfiguration(
+                    certificateChain: pair.chain.map { .certificate($0) },
+                    privateKey: .privateKey(pair.key)
+                )
+                check.minimumTLSVersion = .tlsv12
+                _ = try NIOSSLContext(configuration: check)
+            } catch {
+                throw RelayError(
+                    .configuration,
+                    "the new TLS certificate \(self.certificatePath) and key \(self.keyPath) cannot be used together; "
+                        + "the previous ones are still served"
+                )
+            }
+            self.current.withLock { $0 = pair }
+        }
+
+        /// The server configuration: the pair read first, replaced at each handshake by the pair read last.
+        public var configuration: TLSConfiguration {
+            let (chain, key) = self.current.withLock { $0 }
+            var tls = RelayTLS.server(chain: chain, key: key)
+            tls.sslContextCallback = { [self] _, promise in
+                let (chain, key) = self.current.withLock { $0 }
+                var override = NIOSSLContextConfigurationOverride()
+                override.certificateChain = chain.map { .certificate($0) }
+                override.privateKey = .privateKey(key)
+                promise.succeed(override)
+            }
+            return tls
+        }
+    }
+
+    static func read(
+        certificatePath: String,
+        keyPath: String
+    ) throws(RelayError) -> (chain: [NIOSSLCertificate], key: NIOSSLPrivateKey) {
         try Self.checkOwnerOnly(keyPath)
         do {
             let chain = try NIOSSLCertificate.fromPEMFile(certificatePath)
@@ -16,13 +77,14 @@ public enum RelayTLS: Sendable {
                 throw RelayError(.configuration, "no certificate in \(certificatePath): give a PEM certificate chain")
             }
             let key = try NIOSSLPrivateKey(file: keyPath, format: .pem)
-            return Self.server(chain: chain, key: key)
+            return (chain, key)
         } catch let error as RelayError {
             throw error
         } catch {
             throw RelayError(
                 .configuration,
-                "cannot load the TLS certificate \(certificatePath) or key \(keyPath) (PEM expected): \(error)"
+                "cannot load the TLS certificate \(certificatePath) or key \(keyPath): each must be PEM (a certificate "
+                    + "chain, a private key)"
             )
         }
     }
@@ -36,8 +98,10 @@ public enum RelayTLS: Sendable {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let pki = try LoopbackCertificates(caCommonName: "e2ee-relay local CA")
             let caPath = (directory as NSString).appendingPathComponent("ca.pem")
-            try Data(pki.caCertificatePEM.utf8).write(to: URL(fileURLWithPath: caPath), options: .atomic)
+            try pki.writeCA(to: caPath)
             return (Self.server(chain: pki.chain, key: pki.serverKey), caPath)
+        } catch let error as LoopbackCertificates.FileRefused {
+            throw RelayError(.configuration, "--self-signed-tls-dir \(directory): \(error.message)")
         } catch {
             throw RelayError(.configuration, "cannot make the loopback TLS certificates in \(directory): \(error)")
         }

@@ -101,11 +101,30 @@ public struct StoredDevice: Sendable, Hashable {
     public var deviceID: String
     public var signingKey: [UInt8]
     public var address: PushAddress?
+    /// When the address stopped working: APNs answered 410, or refused it for good (``failedReason``).
     public var unregisteredAtMs: Int64?
+    /// APNs' reason when it refused the address for good (400 `BadDeviceToken`, `DeviceTokenNotForTopic`,
+    /// `TopicDisallowed`), or the relay's (`topic-not-allowed`); nil for a 410.
+    public var failedReason: String?
+
+    public init(
+        deviceID: String,
+        signingKey: [UInt8],
+        address: PushAddress?,
+        unregisteredAtMs: Int64?,
+        failedReason: String? = nil
+    ) {
+        self.deviceID = deviceID
+        self.signingKey = signingKey
+        self.address = address
+        self.unregisteredAtMs = unregisteredAtMs
+        self.failedReason = failedReason
+    }
 
     public var pushState: RelayAPI.PushState {
         guard self.address != nil else { return .none }
-        return self.unregisteredAtMs == nil ? .active : .unregistered
+        guard self.unregisteredAtMs != nil else { return .active }
+        return self.failedReason == nil ? .unregistered : .failed
     }
 }
 
@@ -126,11 +145,14 @@ public struct SubmitContext: Sendable, Hashable {
     public var tokenIsValid: Bool
     /// The user's devices in list order (empty without a list).
     public var devices: [StoredDevice]
+    /// How many delivery tokens the user has (each token's share of the user's rate is one of these).
+    public var tokenCount: Int
 
-    public init(hasList: Bool, tokenIsValid: Bool, devices: [StoredDevice]) {
+    public init(hasList: Bool, tokenIsValid: Bool, devices: [StoredDevice], tokenCount: Int = 0) {
         self.hasList = hasList
         self.tokenIsValid = tokenIsValid
         self.devices = devices
+        self.tokenCount = tokenCount
     }
 }
 
@@ -167,6 +189,10 @@ public enum PushOutcome: Sendable, Hashable {
     case failed(status: Int?, reason: String)
     /// 410: the push address `deviceToken` is dead since `atMs`.
     case unregistered(atMs: Int64, deviceToken: String)
+    /// APNs refused the push address `deviceToken` for good (`status`, `reason`: 400 `BadDeviceToken`,
+    /// `DeviceTokenNotForTopic`, `TopicDisallowed`), or the relay does not deliver for its topic: the push fails and
+    /// the address is marked failed with the reason until the device registers again.
+    case addressRefused(atMs: Int64, deviceToken: String, status: Int?, reason: String)
     /// The device has no usable address: dropped.
     case removed
 }
@@ -175,10 +201,14 @@ public enum PushOutcome: Sendable, Hashable {
 public struct Completion: Sendable, Hashable {
     public var pushID: String
     public var outcome: PushOutcome
+    /// The lease's attempt number (``LeasedPush/attempts``): with the owner it names the lease, so that a completion
+    /// recorded again by the same lease (its first commit's answer was lost) is not taken for another lease's.
+    public var attempt: Int?
 
-    public init(pushID: String, outcome: PushOutcome) {
+    public init(pushID: String, outcome: PushOutcome, attempt: Int? = nil) {
         self.pushID = pushID
         self.outcome = outcome
+        self.attempt = attempt
     }
 }
 
@@ -188,17 +218,23 @@ extension RelayStore {
         _ pushID: String,
         owner: String,
         outcome: PushOutcome,
+        attempt: Int? = nil,
         nowMs: Int64
     ) async throws(RelayError)
         -> CompletionResult
     {
-        try await self.complete([Completion(pushID: pushID, outcome: outcome)], owner: owner, nowMs: nowMs)[0]
+        try await self.complete(
+            [Completion(pushID: pushID, outcome: outcome, attempt: attempt)],
+            owner: owner,
+            nowMs: nowMs
+        )[0]
     }
 }
 
 /// What ``RelayStore/complete(_:owner:nowMs:)`` found for each push.
 public enum CompletionResult: Sendable, Hashable {
-    /// The outcome was recorded.
+    /// The outcome was recorded (or had been, by this same lease: a completion sent again after its commit's answer
+    /// was lost, as when PostgreSQL drops the connection right after a commit).
     case recorded
     /// The push had already been completed by another lease (the lease expired and it was delivered twice).
     case alreadyCompleted

@@ -82,6 +82,27 @@ enum StorePolicy {
         return EnqueueOutcome(pushes: pushes, duplicate: true)
     }
 
+    /// A dead address to mark on the device, from an outcome: (token, when, failed reason; nil for a 410).
+    static func deadAddress(_ outcome: PushOutcome) -> (token: String, atMs: Int64, failedReason: String?)? {
+        switch outcome {
+        case .unregistered(let atMs, let token): (token, atMs, nil)
+        case .addressRefused(let atMs, let token, _, let reason): (token, atMs, reason)
+        default: nil
+        }
+    }
+
+    /// Whether a completion finding its push already completed is the same lease's earlier one (`owner` and
+    /// `attempt` as recorded by the final completion).
+    static func sameLease(
+        recordedOwner: String?,
+        recordedAttempts: Int,
+        owner: String,
+        attempt: Int?
+    ) -> Bool {
+        guard let attempt, let recordedOwner else { return false }
+        return recordedOwner == owner && recordedAttempts == attempt
+    }
+
     struct Row {
         var state: PushState
         var retryAtMs: Int64?
@@ -101,6 +122,8 @@ enum StorePolicy {
             Row(state: .failed, status: status, reason: reason, final: true)
         case .unregistered:
             Row(state: .unregistered, status: 410, reason: "Unregistered", final: true)
+        case .addressRefused(_, _, let status, let reason):
+            Row(state: .failed, status: status, reason: reason, final: true)
         case .removed:
             Row(state: .removed, reason: "no active push address", final: true)
         }

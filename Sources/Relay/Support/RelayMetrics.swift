@@ -1,4 +1,11 @@
+import CLISupport
+public import ConnectionGuard
+import Foundation
 public import Prometheus
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The relay's metrics, in one Prometheus registry per relay (tests run several relays in one process).
 ///
@@ -15,8 +22,24 @@ public final class RelayMetrics: Sendable {
     let retries: Counter
     let enqueueToDelivered: DurationHistogram
 
-    public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+    /// The server's connections, counted at each scrape (set by the application that owns them).
+    let connections: ConnectionTracker?
+    private let startTime = Date()
+
+    /// - Parameters:
+    ///   - registry: Where the metrics live.
+    ///   - connections: The server's connections, if this relay serves (open connections and why the server closed
+    ///     others are exported from it).
+    public init(
+        registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+        connections: ConnectionTracker? = nil
+    ) {
         self.registry = registry
+        self.connections = connections
+        registry.makeGauge(
+            descriptor: Self.name("build_info", unit: "", "The release that runs (always 1)"),
+            labels: [("version", ToolVersion.current)]
+        ).set(to: 1)
         let depth = Self.name("queue_depth", unit: "", "Pushes in the queue by state")
         self.queueQueued = registry.makeGauge(descriptor: depth, labels: [("state", "queued")])
         self.queueLeased = registry.makeGauge(descriptor: depth, labels: [("state", "leased")])
@@ -77,6 +100,69 @@ public final class RelayMetrics: Sendable {
         self.queueLeased.set(to: Double(leased))
     }
 
-    /// The Prometheus text exposition.
-    public func render() -> [UInt8] { self.registry.emitToBuffer() }
+    /// The Prometheus text exposition, with the process and connection figures of now.
+    public func render() -> [UInt8] {
+        self.collectProcess()
+        if let connections = self.connections {
+            self.registry.makeGauge(
+                descriptor: Self.name("connections_open", unit: "", "Client connections open now")
+            ).set(to: Double(connections.openConnections))
+            self.registry.makeGauge(
+                descriptor: Self.name("connections_accepted", unit: "total", "Client connections accepted")
+            ).set(to: Double(connections.acceptedConnections))
+            let closed = connections.closedConnections
+            for reason in ConnectionTracker.CloseReason.allCases {
+                self.registry.makeGauge(
+                    descriptor: Self.name(
+                        "connections_closed",
+                        unit: "total",
+                        "Connections the relay closed, by reason"
+                    ),
+                    labels: [("reason", reason.rawValue)]
+                ).set(to: Double(closed[reason] ?? 0))
+            }
+        }
+        return self.registry.emitToBuffer()
+    }
+
+    /// The standard process metrics (as Prometheus' client libraries name them), from /proc.
+    private func collectProcess() {
+        func gauge(_ name: String, _ help: String, _ value: Double) {
+            self.registry.makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help))
+                .set(to: value)
+        }
+        gauge(
+            "process_start_time_seconds",
+            "Start time of the process since 1970",
+            self.startTime.timeIntervalSince1970
+        )
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
+            gauge("process_max_fds", "The file descriptor limit", Double(min(limit.rlim_cur, 1 << 40)))
+        }
+        if let fds = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
+            gauge("process_open_fds", "Open file descriptors", Double(fds.count))
+        }
+        if let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        {
+            // After the command: field 3 is the state; utime and stime are fields 14 and 15, rss field 24.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+            if fields.count > 21, let user = Double(fields[11]), let system = Double(fields[12]),
+                let pages = Double(fields[21])
+            {
+                gauge(
+                    "process_cpu_seconds_total",
+                    "User and system CPU time spent, in seconds",
+                    (user + system) / ticks
+                )
+                gauge(
+                    "process_resident_memory_bytes",
+                    "Resident memory size in bytes",
+                    pages * Double(sysconf(Int32(_SC_PAGESIZE)))
+                )
+            }
+        }
+    }
 }

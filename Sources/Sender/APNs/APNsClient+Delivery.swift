@@ -156,8 +156,10 @@ extension APNsClient {
         }
     }
 
+    /// A push's log metadata: its `apns-id`, never any part of its device token (a token, or a prefix of it, names a
+    /// device to whoever reads the logs).
     private static func metadata(_ request: APNsRequest) -> Logger.Metadata {
-        var metadata: Logger.Metadata = ["apns.token.prefix": "\(request.deviceToken.prefix(8))"]
+        var metadata: Logger.Metadata = [:]
         if let id = request.apnsID { metadata["apns.id"] = "\(id)" }
         return metadata
     }

@@ -59,6 +59,9 @@ extension APNsClient {
             case .failed(let detail), .connectFailed(let detail):
                 if self.isShutDown { return .local(.clientShutdown) }
                 return .local(.connectionError(detail))
+            case .untrustedCertificate(let detail):
+                if self.isShutDown { return .local(.clientShutdown) }
+                return .local(.untrustedCertificate(detail))
             case .notSent:
                 if self.isShutDown { return .local(.clientShutdown) }
                 if Task.isCancelled { return .local(.cancelled) }

@@ -37,7 +37,7 @@ public final class APNsClient: Sendable {
     ///
     /// - Parameters:
     ///   - configuration: A checked configuration.
-    ///   - logger: Receives per-push metadata (status, reason, apns-id, device token prefix, JWT fingerprint);
+    ///   - logger: Receives per-push metadata (status, reason, apns-id, JWT fingerprint; no part of a device token);
     ///     never the JWT, the key or the body.
     public convenience init(configuration: APNsClientConfiguration, logger: Logger) {
         self.init(configuration: configuration, logger: logger, method: "POST")

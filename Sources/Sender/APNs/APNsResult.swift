@@ -60,6 +60,7 @@ public struct APNsLocalOutcome: Sendable, Hashable, CustomStringConvertible {
         case invalidDeviceToken
         case timeout
         case connectionError
+        case untrustedCertificate
         case clientShutdown
         case cancelled
     }
@@ -90,6 +91,11 @@ public struct APNsLocalOutcome: Sendable, Hashable, CustomStringConvertible {
     public static func connectionError(_ detail: String) -> APNsLocalOutcome {
         .init(.connectionError, "connection to APNs failed: \(detail)")
     }
+    /// The server's TLS certificate does not verify against the trusted CA (`trustedCAPEMPath`, else the system roots):
+    /// nothing was sent, and sending again cannot help until the configuration changes.
+    public static func untrustedCertificate(_ detail: String) -> APNsLocalOutcome {
+        .init(.untrustedCertificate, "APNs is not trusted: \(detail)")
+    }
     /// The client was shut down before or while sending.
     public static let clientShutdown = APNsLocalOutcome(.clientShutdown, "the APNs client is shut down; not sent")
     /// The sending task was cancelled.
@@ -102,6 +108,7 @@ public struct APNsLocalOutcome: Sendable, Hashable, CustomStringConvertible {
         case .invalidDeviceToken: "invalidDeviceToken"
         case .timeout: "timeout"
         case .connectionError: "connectionError"
+        case .untrustedCertificate: "untrustedCertificate"
         case .clientShutdown: "clientShutdown"
         case .cancelled: "cancelled"
         }

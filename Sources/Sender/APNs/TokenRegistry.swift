@@ -46,7 +46,7 @@ public actor TokenRegistry {
     ///
     /// - Parameters:
     ///   - path: The JSON file; created (mode `0600`) on the first change. Its folder must exist.
-    ///   - logger: Receives persistence failures and token prefixes, never whole tokens.
+    ///   - logger: Receives persistence failures and 410 timestamps, never a token or any part of one.
     /// - Throws: ``APNsError/Code/registryFileUnreadable`` when the file exists but cannot be read, is readable by
     ///   others, or is not a registry.
     public init(persistingTo path: String, logger: Logger) throws(APNsError) {
@@ -90,9 +90,7 @@ public actor TokenRegistry {
         self.entries[key] = Entry(deviceToken: key, timestamp: timestamp)
         self.logger?.notice(
             "device token marked inactive",
-            metadata: [
-                "apns.token.prefix": "\(key.prefix(8))", "apns.timestamp": "\(timestamp.map { "\($0)" } ?? "-")",
-            ]
+            metadata: ["apns.timestamp": "\(timestamp.map { "\($0)" } ?? "-")"]
         )
         self.persist()
     }

@@ -66,12 +66,14 @@ public struct SendResultLine: Sendable, Codable, Hashable {
         self.messageID = messageID?.hex
     }
 
-    public init(line: Int, error: SenderError, device: String? = nil) {
+    /// A failure; `messageID` when the message was sealed (a relay submit that failed, whose outcome may be unknown).
+    public init(line: Int, error: SenderError, device: String? = nil, messageID: MessageID? = nil) {
         self.line = line
         self.device = device
         self.ok = false
         self.error = error.code.rawValue
         self.errorMessage = error.message
+        self.messageID = messageID?.hex
     }
 
     /// A push the relay accepted (`--relay`).
@@ -102,6 +104,13 @@ public struct SendResultLine: Sendable, Codable, Hashable {
         if self.ok || self.skipped != nil { return nil }
         if let error { return SenderError(Self.code(named: error), self.errorMessage ?? error) }
         if self.status != nil { return SenderError(.rejected, "APNs answered \(self.status!) \(self.reason ?? "")") }
+        if self.local == APNsLocalOutcome.untrustedCertificate("").code {
+            return SenderError(
+                .untrustedCertificate,
+                "APNs' TLS certificate does not verify against the trusted CA: nothing was sent. Give --apns-ca the PEM "
+                    + "CA certificate that signed it (a local gateway's is ca.pem in its --tls-dir), or fix --apns-url"
+            )
+        }
         return SenderError(.deliveryFailed, "not delivered: \(self.local ?? "unknown")")
     }
 

@@ -58,6 +58,13 @@ public struct SenderError: Error, Hashable, Sendable, CustomStringConvertible {
         /// The relay could not be reached, was rate limiting or could not store (transport failure, 429, 503):
         /// send again later with the same message. Exit 75 (EX_TEMPFAIL).
         public static let relayUnavailable = Code("relay-unavailable", 75)
+        /// A submit was written to the relay and no answer came, even after retrying with the same idempotency key:
+        /// the relay may have queued it. Sending the same message again (the same message id) is safe: the
+        /// recipient's filter silences a duplicate. Exit 79.
+        public static let relayOutcomeUnknown = Code("relay-outcome-unknown", 79)
+        /// A server's TLS certificate does not verify against the trusted CA (`--relay-ca`, `--apns-ca`, else the
+        /// system roots): a configuration error, nothing was sent. Exit 78 (EX_CONFIG).
+        public static let untrustedCertificate = Code("untrusted-certificate", 78)
 
         // Refusals of a recipient's device list (docs/PROTOCOL.md §11.4, §11.5): all exit 76 (EX_PROTOCOL), the one
         // status a script checks for "do not send to this user until a person looks".
@@ -89,6 +96,7 @@ public struct SenderError: Error, Hashable, Sendable, CustomStringConvertible {
             .missingKey, .insecureKey, .rejected, .deliveryFailed, .outputFailed, .cannotCreate, .internalError,
             .unreadablePins, .signingKeyChanged, .listRollback, .listVersionReused, .deviceNotSignedIn,
             .badListSignature, .userIDMismatch, .deliveryTokenRefused, .relayRefused, .relayUnavailable,
+            .relayOutcomeUnknown, .untrustedCertificate,
         ]
     }
 

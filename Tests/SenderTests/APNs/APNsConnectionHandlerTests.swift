@@ -128,6 +128,7 @@ struct APNsConnectionHandlerTests {
         case .notSent: "notSent"
         case .failed: "failed"
         case .connectFailed: "connectFailed"
+        case .untrustedCertificate: "untrustedCertificate"
         case .cancelled: "cancelled"
         }
     }

@@ -420,14 +420,14 @@ public final class PostgresRelayStore: RelayStore {
     {
         let rows = try await connection.query(
             """
-            SELECT device_id, signing_key, device_token, topic, environment, unregistered_at_ms
+            SELECT device_id, signing_key, device_token, topic, environment, unregistered_at_ms, failed_reason
             FROM devices WHERE user_id = \(userID) ORDER BY position
             """,
             logger: logger
         )
         var devices: [StoredDevice] = []
-        for try await (deviceID, key, token, topic, environment, unregistered) in rows.decode(
-            (String, ByteBuffer, String?, String?, String?, Int64?).self
+        for try await (deviceID, key, token, topic, environment, unregistered, failedReason) in rows.decode(
+            (String, ByteBuffer, String?, String?, String?, Int64?, String?).self
         ) {
             var address: PushAddress?
             if let token, let topic, let environment {
@@ -438,7 +438,8 @@ public final class PostgresRelayStore: RelayStore {
                     deviceID: deviceID,
                     signingKey: Self.bytes(key),
                     address: address,
-                    unregisteredAtMs: unregistered
+                    unregisteredAtMs: unregistered,
+                    failedReason: failedReason
                 )
             )
         }
@@ -452,22 +453,28 @@ public final class PostgresRelayStore: RelayStore {
             let hash = ByteBuffer(bytes: tokenHash ?? [])
             let rows = try await connection.query(
                 """
-                SELECT c.has_list, c.token_valid, d.device_id, d.signing_key, d.device_token, d.topic, d.environment,
-                  d.unregistered_at_ms
+                SELECT c.has_list, c.token_valid, c.token_count, d.device_id, d.signing_key, d.device_token, d.topic,
+                  d.environment, d.unregistered_at_ms, d.failed_reason
                 FROM (SELECT EXISTS (SELECT 1 FROM lists WHERE user_id = \(userID)) AS has_list,
                   EXISTS (SELECT 1 FROM delivery_tokens WHERE token_sha256 = \(hash) AND user_id = \(userID))
-                    AS token_valid) c
+                    AS token_valid,
+                  (SELECT COUNT(*) FROM delivery_tokens WHERE user_id = \(userID)) AS token_count) c
                 LEFT JOIN devices d ON d.user_id = \(userID)
                 ORDER BY d.position
                 """,
                 logger: logger
             )
             var context = SubmitContext(hasList: false, tokenIsValid: false, devices: [])
-            for try await (hasList, tokenValid, deviceID, key, token, topic, environment, unregistered) in rows.decode(
-                (Bool, Bool, String?, ByteBuffer?, String?, String?, String?, Int64?).self
-            ) {
+            for try await (
+                hasList, tokenValid, tokenCount, deviceID, key, token, topic, environment, unregistered, failed
+            )
+                in rows.decode(
+                    (Bool, Bool, Int64, String?, ByteBuffer?, String?, String?, String?, Int64?, String?).self
+                )
+            {
                 context.hasList = hasList
                 context.tokenIsValid = tokenValid && tokenHash != nil
+                context.tokenCount = Int(tokenCount)
                 guard hasList, let deviceID, let key else { continue }
                 var address: PushAddress?
                 if let token, let topic, let environment {
@@ -478,7 +485,8 @@ public final class PostgresRelayStore: RelayStore {
                         deviceID: deviceID,
                         signingKey: Self.bytes(key),
                         address: address,
-                        unregisteredAtMs: unregistered
+                        unregisteredAtMs: unregistered,
+                        failedReason: failed
                     )
                 )
             }
@@ -516,7 +524,8 @@ public final class PostgresRelayStore: RelayStore {
             let rows = try await connection.query(
                 """
                 UPDATE devices SET device_token = \(address.deviceToken), topic = \(address.topic),
-                  environment = \(address.environment), registered_at_ms = \(nowMs), unregistered_at_ms = NULL
+                  environment = \(address.environment), registered_at_ms = \(nowMs), unregistered_at_ms = NULL,
+                  failed_reason = NULL
                 WHERE user_id = \(userID) AND device_id = \(deviceID) RETURNING position
                 """,
                 logger: logger
@@ -758,7 +767,7 @@ public final class PostgresRelayStore: RelayStore {
     {
         let logger = self.logger
         return try await self.transaction("complete") { connection in
-            try await Self.complete(connection, completions, nowMs, logger)
+            try await Self.complete(connection, completions, owner: owner, nowMs, logger)
         }
     }
 
@@ -767,6 +776,7 @@ public final class PostgresRelayStore: RelayStore {
     private static func complete(
         _ connection: PostgresConnection,
         _ completions: [Completion],
+        owner: String,
         _ nowMs: Int64,
         _ logger: Logger
     ) async throws -> [CompletionResult] {
@@ -774,14 +784,16 @@ public final class PostgresRelayStore: RelayStore {
         // Locked in push id order, as every completing instance does, so two batches never wait on each other.
         let rows = try await connection.query(
             """
-            SELECT push_id, state, user_id, device_id FROM pushes WHERE push_id = ANY(\(ids))
+            SELECT push_id, state, user_id, device_id, lease_owner, attempts FROM pushes WHERE push_id = ANY(\(ids))
             ORDER BY push_id FOR UPDATE
             """,
             logger: logger
         )
-        var found: [String: (state: String, userID: String, deviceID: String)] = [:]
-        for try await (pushID, state, userID, deviceID) in rows.decode((String, String, String, String).self) {
-            found[pushID] = (state, userID, deviceID)
+        var found: [String: (state: String, userID: String, deviceID: String, owner: String?, attempts: Int64)] = [:]
+        for try await (pushID, state, userID, deviceID, leaseOwner, attempts) in rows.decode(
+            (String, String, String, String, String?, Int64).self
+        ) {
+            found[pushID] = (state, userID, deviceID, leaseOwner, attempts)
         }
         var results: [CompletionResult] = []
         var twice: [String] = []
@@ -789,7 +801,7 @@ public final class PostgresRelayStore: RelayStore {
             ids: [String](), states: [String](), retryAt: [Int64](), hasRetry: [Int64](), status: [Int64](),
             hasStatus: [Int64](), reason: [String](), hasReason: [Int64](), final: [Int64]()
         )
-        var deadAddresses: [(userID: String, deviceID: String, token: String, atMs: Int64)] = []
+        var deadAddresses: [(userID: String, deviceID: String, token: String, atMs: Int64, failed: String?)] = []
         var recorded = Set<String>()
         for completion in completions {
             guard let row = found[completion.pushID] else {
@@ -797,6 +809,18 @@ public final class PostgresRelayStore: RelayStore {
                 continue
             }
             let open = row.state == PushState.queued.rawValue || row.state == PushState.leased.rawValue
+            if !open,
+                StorePolicy.sameLease(
+                    recordedOwner: row.owner,
+                    recordedAttempts: Int(row.attempts),
+                    owner: owner,
+                    attempt: completion.attempt
+                )
+            {
+                // This lease's own completion, committed before (its answer was lost): recorded, not a duplicate.
+                results.append(.recorded)
+                continue
+            }
             guard open, recorded.insert(completion.pushID).inserted else {
                 twice.append(completion.pushID)
                 results.append(.alreadyCompleted)
@@ -812,8 +836,8 @@ public final class PostgresRelayStore: RelayStore {
             update.reason.append(values.reason ?? "")
             update.hasReason.append(values.reason == nil ? 0 : 1)
             update.final.append(values.final ? 1 : 0)
-            if case .unregistered(let atMs, let token) = completion.outcome {
-                deadAddresses.append((row.userID, row.deviceID, token, atMs))
+            if let dead = StorePolicy.deadAddress(completion.outcome) {
+                deadAddresses.append((row.userID, row.deviceID, dead.token, dead.atMs, dead.failedReason))
             }
             results.append(.recorded)
         }
@@ -824,7 +848,7 @@ public final class PostgresRelayStore: RelayStore {
                   next_attempt_at_ms = CASE WHEN i.has_retry = 1 THEN i.retry_at ELSE p.next_attempt_at_ms END,
                   apns_status = CASE WHEN i.has_status = 1 THEN i.status ELSE NULL END,
                   apns_reason = CASE WHEN i.has_reason = 1 THEN i.reason ELSE NULL END,
-                  lease_owner = NULL, lease_expires_at_ms = NULL,
+                  lease_owner = CASE WHEN i.final = 1 THEN \(owner) ELSE NULL END, lease_expires_at_ms = NULL,
                   completed_at_ms = CASE WHEN i.final = 1 THEN \(nowMs) ELSE NULL END,
                   completions = p.completions + i.final,
                   body = CASE WHEN i.final = 1 THEN NULL ELSE p.body END
@@ -849,7 +873,7 @@ public final class PostgresRelayStore: RelayStore {
         for dead in deadAddresses {
             try await connection.query(
                 """
-                UPDATE devices SET unregistered_at_ms = \(dead.atMs)
+                UPDATE devices SET unregistered_at_ms = \(dead.atMs), failed_reason = \(dead.failed)
                 WHERE user_id = \(dead.userID) AND device_id = \(dead.deviceID) AND device_token = \(dead.token)
                   AND unregistered_at_ms IS NULL
                 """,
@@ -944,6 +968,8 @@ enum PostgresSchema {
           signing_key BYTEA NOT NULL, device_token TEXT, topic TEXT, environment TEXT, registered_at_ms BIGINT,
           unregistered_at_ms BIGINT, PRIMARY KEY (user_id, device_id))
         """,
+        // Added after the first schema: stores made before get the column.
+        "ALTER TABLE devices ADD COLUMN IF NOT EXISTS failed_reason TEXT",
         """
         CREATE TABLE IF NOT EXISTS delivery_tokens (token_sha256 BYTEA PRIMARY KEY, user_id TEXT NOT NULL,
           created_at_ms BIGINT NOT NULL)

@@ -110,6 +110,11 @@ public final class SQLiteRelayStore: RelayStore {
         try await self.withConnection { db throws(RelayError) in
             try db.transaction { () throws(RelayError) in
                 for statement in SQLiteSchema.statements + RelaySchemaIndexes.statements { try db.execute(statement) }
+                // Stores made before devices had failed_reason get the column (SQLite has no ADD COLUMN IF NOT EXISTS).
+                let hasFailedReason = try db.withStatement(
+                    "SELECT 1 FROM pragma_table_info('devices') WHERE name = 'failed_reason'"
+                ) { s throws(RelayError) -> Bool in try s.step() }
+                if !hasFailedReason { try db.execute("ALTER TABLE devices ADD COLUMN failed_reason TEXT") }
             }
         }
     }
@@ -266,7 +271,7 @@ public final class SQLiteRelayStore: RelayStore {
     private static func devices(_ db: SQLiteConnection, _ userID: String) throws(RelayError) -> [StoredDevice] {
         try db.withStatement(
             """
-            SELECT device_id, signing_key, device_token, topic, environment, unregistered_at_ms
+            SELECT device_id, signing_key, device_token, topic, environment, unregistered_at_ms, failed_reason
             FROM devices WHERE user_id = ?1 ORDER BY position
             """
         ) { s throws(RelayError) in
@@ -282,7 +287,8 @@ public final class SQLiteRelayStore: RelayStore {
                         deviceID: s.text(0),
                         signingKey: s.blob(1),
                         address: address,
-                        unregisteredAtMs: s.optionalInt64(5)
+                        unregisteredAtMs: s.optionalInt64(5),
+                        failedReason: s.optionalText(6)
                     )
                 )
             }
@@ -297,10 +303,16 @@ public final class SQLiteRelayStore: RelayStore {
             if let tokenHash {
                 tokenIsValid = try Self.isDeliveryToken(db, tokenHash, of: userID)
             }
+            let tokenCount = try db.withStatement("SELECT COUNT(*) FROM delivery_tokens WHERE user_id = ?1") {
+                s throws(RelayError) -> Int in
+                try s.bind(userID, at: 1)
+                return try s.step() ? Int(s.int64(0)) : 0
+            }
             return SubmitContext(
                 hasList: hasList,
                 tokenIsValid: tokenIsValid,
-                devices: hasList ? try Self.devices(db, userID) : []
+                devices: hasList ? try Self.devices(db, userID) : [],
+                tokenCount: tokenCount
             )
         }
     }
@@ -337,7 +349,7 @@ public final class SQLiteRelayStore: RelayStore {
                 try db.withStatement(
                     """
                     UPDATE devices SET device_token = ?3, topic = ?4, environment = ?5, registered_at_ms = ?6,
-                      unregistered_at_ms = NULL
+                      unregistered_at_ms = NULL, failed_reason = NULL
                     WHERE user_id = ?1 AND device_id = ?2
                     """
                 ) { s throws(RelayError) in
@@ -590,7 +602,7 @@ public final class SQLiteRelayStore: RelayStore {
             try db.transaction { () throws(RelayError) -> [CompletionResult] in
                 var results: [CompletionResult] = []
                 for completion in completions {
-                    results.append(try Self.completeOne(db, completion.pushID, completion.outcome, nowMs))
+                    results.append(try Self.completeOne(db, completion, owner: owner, nowMs))
                 }
                 return results
             }
@@ -599,21 +611,30 @@ public final class SQLiteRelayStore: RelayStore {
 
     private static func completeOne(
         _ db: SQLiteConnection,
-        _ pushID: String,
-        _ outcome: PushOutcome,
+        _ completion: Completion,
+        owner: String,
         _ nowMs: Int64
     )
         throws(RelayError) -> CompletionResult
     {
+        let (pushID, outcome) = (completion.pushID, completion.outcome)
         let state = try db.withStatement(
-            "SELECT state, user_id, device_id FROM pushes WHERE push_id = ?1"
-        ) { s throws(RelayError) -> (state: String, userID: String, deviceID: String)? in
+            "SELECT state, user_id, device_id, lease_owner, attempts FROM pushes WHERE push_id = ?1"
+        ) { s throws(RelayError) -> (state: String, userID: String, deviceID: String, owner: String?, attempts: Int)? in
             try s.bind(pushID, at: 1)
             guard try s.step() else { return nil }
-            return (s.text(0), s.text(1), s.text(2))
+            return (s.text(0), s.text(1), s.text(2), s.optionalText(3), Int(s.int64(4)))
         }
         guard let state else { return .alreadyCompleted }
         if state.state != PushState.queued.rawValue && state.state != PushState.leased.rawValue {
+            if StorePolicy.sameLease(
+                recordedOwner: state.owner,
+                recordedAttempts: state.attempts,
+                owner: owner,
+                attempt: completion.attempt
+            ) {
+                return .recorded
+            }
             try db.withStatement("UPDATE pushes SET completions = completions + 1 WHERE push_id = ?1") {
                 s throws(RelayError) in
                 try s.bind(pushID, at: 1)
@@ -625,7 +646,8 @@ public final class SQLiteRelayStore: RelayStore {
         try db.withStatement(
             """
             UPDATE pushes SET state = ?2, next_attempt_at_ms = COALESCE(?3, next_attempt_at_ms),
-              apns_status = ?4, apns_reason = ?5, lease_owner = NULL, lease_expires_at_ms = NULL,
+              apns_status = ?4, apns_reason = ?5, lease_expires_at_ms = NULL,
+              lease_owner = CASE WHEN ?6 = 1 THEN ?8 ELSE NULL END,
               completed_at_ms = CASE WHEN ?6 = 1 THEN ?7 ELSE NULL END,
               completions = completions + ?6,
               body = CASE WHEN ?6 = 1 THEN NULL ELSE body END
@@ -639,19 +661,23 @@ public final class SQLiteRelayStore: RelayStore {
             try s.bind(row.reason, at: 5)
             try s.bind(row.final ? 1 : 0, at: 6)
             try s.bind(nowMs, at: 7)
+            // A final row keeps the lease that completed it (owner, attempts): a completion of the same lease recorded
+            // again is then told from another lease's.
+            try s.bind(owner, at: 8)
             try s.run()
         }
-        if case .unregistered(let atMs, let token) = outcome {
+        if let dead = StorePolicy.deadAddress(outcome) {
             try db.withStatement(
                 """
-                UPDATE devices SET unregistered_at_ms = ?4
+                UPDATE devices SET unregistered_at_ms = ?4, failed_reason = ?5
                 WHERE user_id = ?1 AND device_id = ?2 AND device_token = ?3 AND unregistered_at_ms IS NULL
                 """
             ) { s throws(RelayError) in
                 try s.bind(state.userID, at: 1)
                 try s.bind(state.deviceID, at: 2)
-                try s.bind(token, at: 3)
-                try s.bind(atMs, at: 4)
+                try s.bind(dead.token, at: 3)
+                try s.bind(dead.atMs, at: 4)
+                try s.bind(dead.failedReason, at: 5)
                 try s.run()
             }
         }
@@ -746,7 +772,7 @@ enum SQLiteSchema {
         """
         CREATE TABLE IF NOT EXISTS devices (user_id TEXT NOT NULL, device_id TEXT NOT NULL, position INTEGER NOT NULL,
           signing_key BLOB NOT NULL, device_token TEXT, topic TEXT, environment TEXT, registered_at_ms INTEGER,
-          unregistered_at_ms INTEGER, PRIMARY KEY (user_id, device_id))
+          unregistered_at_ms INTEGER, failed_reason TEXT, PRIMARY KEY (user_id, device_id))
         """,
         """
         CREATE TABLE IF NOT EXISTS delivery_tokens (token_sha256 BLOB PRIMARY KEY, user_id TEXT NOT NULL,

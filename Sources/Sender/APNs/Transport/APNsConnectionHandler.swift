@@ -1,3 +1,4 @@
+import ConnectionGuard
 import Foundation
 import Logging
 import NIOCore
@@ -40,6 +41,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private var established = false
     private var goAwayLastStreamID: HTTP2StreamID?
     private var closeReason: String?
+    /// The TLS handshake failed because the server's certificate is not trusted.
+    private var untrusted = false
     private var tornDown = false
     /// This handler owns the connection's inbox (its channel is the one that became active).
     private var attached = false
@@ -233,6 +236,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             }
             return
         }
+        if !self.established, case .untrustedCertificate = TransportFailure.classify(error) { self.untrusted = true }
         self.closeReason = self.closeReason ?? Self.describe(error)
         context.close(promise: nil)
     }
@@ -391,7 +395,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         // A handler that never owned the inbox holds no pushes; the connect failure reaches the inbox instead.
         guard self.attached else { return }
         let reason = self.closeReason ?? "the connection closed"
-        let unsent: APNsStreamOutcome = self.established ? .notSent : .connectFailed(reason)
+        let unsent: APNsStreamOutcome =
+            self.established ? .notSent : self.untrusted ? .untrustedCertificate(reason) : .connectFailed(reason)
         for push in self.connection.closeInbox(with: unsent) { push.finish(unsent) }
         while let push = self.pending.popFirst() { push.finish(unsent) }
         let active = self.active
@@ -411,9 +416,10 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         }
     }
 
+    /// What went wrong, for people: no error type dumps, no source paths (NIOSSL's errors carry BoringSSL's).
     static func describe(_ error: any Error) -> String {
-        let text = String(describing: error)
-        return text.count > 200 ? String(text.prefix(200)) + "..." : text
+        if error is NIOHTTP2Errors.StreamError || error is any NIOHTTP2Error { return "an HTTP/2 protocol error" }
+        return TransportFailure.classify(error).message
     }
 }
 

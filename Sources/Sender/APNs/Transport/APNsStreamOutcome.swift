@@ -21,6 +21,9 @@ enum APNsStreamOutcome: Sendable {
     case failed(String)
     /// No connection could be established; nothing was sent.
     case connectFailed(String)
+    /// The server's TLS certificate does not verify against the trusted CA: nothing was sent, and sending again cannot
+    /// help until the configuration changes.
+    case untrustedCertificate(String)
     /// The sending task was cancelled; the stream (if any) was reset.
     case cancelled
 }

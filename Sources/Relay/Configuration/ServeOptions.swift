@@ -1,0 +1,314 @@
+public import Configuration
+public import ConnectionGuard
+import Foundation
+import Locking
+
+/// Every setting of `e2ee-relay serve`, resolved from its three sources with one precedence: a flag, else the
+/// environment (`E2EE_RELAY_<OPTION>`: `--apns-key-id` is `E2EE_RELAY_APNS_KEY_ID`), else the configuration file
+/// (`--config FILE`, a JSON object keyed by option name without the dashes: `{"apns-key-id": "…"}`), else the default
+/// (docs/RELAY.md "Configuration"). Read once, through swift-configuration's `ConfigReader`.
+///
+/// Every value gets a decision: a value of the wrong type, an unknown key in the file, a missing required option and a
+/// value out of range are each refused with the option, where it came from and what to do. Secrets are never values:
+/// the APNs key and the TLS key are files named here.
+public struct ServeOptions: Sendable {
+    public var database = "relay.sqlite"
+    public var host = "127.0.0.1"
+    public var port = 8443
+    public var portFile: String?
+    public var tlsCert: String?
+    public var tlsKey: String?
+    public var selfSignedTLSDir: String?
+    public var apnsKeyFile: String?
+    public var apnsKeyID = ""
+    public var apnsTeamID = ""
+    public var apnsEnvironments = ["production", "development"]
+    public var apnsTopics: [String] = []
+    public var apnsURL: String?
+    public var apnsCA: String?
+    public var apnsConnectTimeout = 10
+    public var apnsStreamTimeout = 10
+    public var workers = 2
+    public var leaseSeconds = 60
+    public var recipientRate = 120.0
+    public var tokenRate = 60.0
+    public var logLevel = "info"
+    public var logFormat = "text"
+    public var connections = ConnectionLimits()
+    public var metricsHost: String?
+    public var metricsPort: Int?
+    /// Where each set value came from (`--port`, `E2EE_RELAY_PORT`, `relay.json`), for the start-up line.
+    public var sources: [String: String] = [:]
+
+    /// One option: its name (the flag without dashes, the file's key) and type.
+    public struct Option: Sendable, Hashable {
+        public enum Kind: Sendable, Hashable { case string, int, double, strings }
+        public let name: String
+        public let kind: Kind
+
+        /// The environment variable that sets it.
+        public var environmentVariable: String {
+            "E2EE_RELAY_" + self.name.uppercased().replacingOccurrences(of: "-", with: "_")
+        }
+    }
+
+    /// Every option, in `--help` order.
+    public static let options: [Option] = [
+        .init(name: "database", kind: .string), .init(name: "host", kind: .string), .init(name: "port", kind: .int),
+        .init(name: "port-file", kind: .string), .init(name: "tls-cert", kind: .string),
+        .init(name: "tls-key", kind: .string), .init(name: "self-signed-tls-dir", kind: .string),
+        .init(name: "apns-key-file", kind: .string), .init(name: "apns-key-id", kind: .string),
+        .init(name: "apns-team-id", kind: .string), .init(name: "apns-environment", kind: .strings),
+        .init(name: "apns-topic", kind: .strings), .init(name: "apns-url", kind: .string),
+        .init(name: "apns-ca", kind: .string), .init(name: "apns-connect-timeout", kind: .int),
+        .init(name: "apns-stream-timeout", kind: .int), .init(name: "workers", kind: .int),
+        .init(name: "lease-seconds", kind: .int), .init(name: "recipient-rate", kind: .double),
+        .init(name: "token-rate", kind: .double), .init(name: "log-level", kind: .string),
+        .init(name: "log-format", kind: .string), .init(name: "max-connections", kind: .int),
+        .init(name: "tls-handshake-timeout", kind: .double), .init(name: "request-head-timeout", kind: .double),
+        .init(name: "idle-timeout", kind: .double), .init(name: "request-timeout", kind: .double),
+        .init(name: "metrics-host", kind: .string), .init(name: "metrics-port", kind: .int),
+    ]
+
+    public init() {}
+
+    /// Resolves the options.
+    ///
+    /// - Parameters:
+    ///   - flags: The values given as flags, by option name (already typed by the argument parser).
+    ///   - environment: The process environment (only `E2EE_RELAY_*` is read).
+    ///   - configFile: `--config`, else `E2EE_RELAY_CONFIG`: a JSON object of option names.
+    /// - Throws: `configuration` (`e2ee-relay serve` exits 64) saying which value is wrong, where it came from and
+    ///   what to do.
+    public static func resolve(
+        flags: [String: ConfigContent],
+        environment: [String: String],
+        configFile: String?
+    ) throws(RelayError) -> ServeOptions {
+        var flagValues: [AbsoluteConfigKey: ConfigValue] = [:]
+        for (name, content) in flags { flagValues[AbsoluteConfigKey([name])] = ConfigValue(content, isSecret: false) }
+        let file = configFile ?? environment["E2EE_RELAY_CONFIG"]
+        var providers: [any ConfigProvider] = [
+            InMemoryProvider(name: "flags", values: flagValues),
+            EnvironmentVariablesProvider(environmentVariables: environment.filter { $0.key.hasPrefix("E2EE_RELAY_") })
+                .prefixKeys(with: "e2ee-relay"),
+        ]
+        if let file { providers.append(InMemoryProvider(name: "file", values: try Self.fileValues(file))) }
+        let reporter = Report()
+        let config = ConfigReader(providers: providers, accessReporter: reporter)
+
+        var options = ServeOptions()
+        func string(_ name: String, _ target: inout String) {
+            if let v = config.string(forKey: ConfigKey(name)) { target = v }
+        }
+        func optional(_ name: String) -> String? { config.string(forKey: ConfigKey(name)) }
+        func int(_ name: String, _ target: inout Int) { if let v = config.int(forKey: ConfigKey(name)) { target = v } }
+        func double(_ name: String, _ target: inout Double) {
+            if let v = config.double(forKey: ConfigKey(name)) { target = v }
+        }
+        string("database", &options.database)
+        string("host", &options.host)
+        int("port", &options.port)
+        options.portFile = optional("port-file")
+        options.tlsCert = optional("tls-cert")
+        options.tlsKey = optional("tls-key")
+        options.selfSignedTLSDir = optional("self-signed-tls-dir")
+        options.apnsKeyFile = optional("apns-key-file")
+        string("apns-key-id", &options.apnsKeyID)
+        string("apns-team-id", &options.apnsTeamID)
+        if let v = config.stringArray(forKey: "apns-environment") { options.apnsEnvironments = v }
+        if let v = config.stringArray(forKey: "apns-topic") { options.apnsTopics = v }
+        options.apnsURL = optional("apns-url")
+        options.apnsCA = optional("apns-ca")
+        int("apns-connect-timeout", &options.apnsConnectTimeout)
+        int("apns-stream-timeout", &options.apnsStreamTimeout)
+        int("workers", &options.workers)
+        int("lease-seconds", &options.leaseSeconds)
+        double("recipient-rate", &options.recipientRate)
+        double("token-rate", &options.tokenRate)
+        string("log-level", &options.logLevel)
+        string("log-format", &options.logFormat)
+        var handshake = 10.0
+        var head = 10.0
+        var idle = 75.0
+        var request = 30.0
+        double("tls-handshake-timeout", &handshake)
+        double("request-head-timeout", &head)
+        double("idle-timeout", &idle)
+        double("request-timeout", &request)
+        options.connections = ConnectionLimits(
+            handshakeTimeout: .seconds(handshake),
+            requestHeadTimeout: .seconds(head),
+            idleTimeout: .seconds(idle),
+            requestTimeout: .seconds(request),
+            maximumConnections: config.int(forKey: "max-connections") ?? ConnectionLimits.defaultMaximumConnections()
+        )
+        options.metricsHost = optional("metrics-host")
+        options.metricsPort = config.int(forKey: "metrics-port")
+
+        let (problems, sources) = reporter.take(file: file)
+        if let problem = problems.first { throw RelayError(.configuration, problem) }
+        options.sources = sources
+        try options.check()
+        return options
+    }
+
+    /// The checks across options (and of ranges), naming the option.
+    func check() throws(RelayError) {
+        func refuse(_ message: String) throws(RelayError) { throw RelayError(.configuration, message) }
+        let files = self.tlsCert != nil || self.tlsKey != nil
+        if files == (self.selfSignedTLSDir != nil) {
+            try refuse("give either --tls-cert and --tls-key, or --self-signed-tls-dir")
+        }
+        if files, self.tlsCert == nil || self.tlsKey == nil { try refuse("--tls-cert and --tls-key go together") }
+        if self.apnsKeyID.isEmpty { try refuse("give --apns-key-id (the .p8 key's id), or E2EE_RELAY_APNS_KEY_ID") }
+        if self.apnsTeamID.isEmpty { try refuse("give --apns-team-id (the team id), or E2EE_RELAY_APNS_TEAM_ID") }
+        if self.apnsTopics.isEmpty {
+            try refuse("give --apns-topic (the app's bundle id, repeatable): the relay delivers for these topics only")
+        }
+        for topic in self.apnsTopics
+        where topic.isEmpty || topic.utf8.count > 255 || topic.contains(where: \.isWhitespace) {
+            try refuse("--apns-topic \"\(topic)\" is not a bundle id (e.g. com.example.app)")
+        }
+        for environment in self.apnsEnvironments where !["production", "development"].contains(environment) {
+            try refuse("--apns-environment is production or development, not \"\(environment)\"")
+        }
+        if !(0...65535).contains(self.port) { try refuse("--port must be 0...65535") }
+        if self.workers < 1 { try refuse("--workers must be at least 1") }
+        if self.apnsConnectTimeout < 1 { try refuse("--apns-connect-timeout must be at least 1") }
+        if self.apnsStreamTimeout < 1 { try refuse("--apns-stream-timeout must be at least 1") }
+        // A lease must outlast a push in flight (the APNs client gives up on a stream after --apns-stream-timeout),
+        // or a slow answer lets another worker send the same push again.
+        if self.leaseSeconds < self.apnsStreamTimeout + 5 {
+            try refuse(
+                "--lease-seconds must be at least \(self.apnsStreamTimeout + 5) (5 s longer than the "
+                    + "\(self.apnsStreamTimeout) s APNs stream timeout)"
+            )
+        }
+        if !(self.recipientRate > 0 && self.tokenRate > 0) { try refuse("rates must be positive") }
+        if self.apnsCA != nil, self.apnsURL == nil { try refuse("--apns-ca needs --apns-url") }
+        if !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(self.logLevel) {
+            try refuse(
+                "--log-level is trace, debug, info, notice, warning, error or critical, not \"\(self.logLevel)\""
+            )
+        }
+        if !["text", "json"].contains(self.logFormat) {
+            try refuse("--log-format is text or json, not \"\(self.logFormat)\"")
+        }
+        if let problem = self.connections.problem() { try refuse(problem) }
+        if let port = self.metricsPort, !(0...65535).contains(port) { try refuse("--metrics-port must be 0...65535") }
+        if self.metricsHost != nil, self.metricsPort == nil { try refuse("--metrics-host needs --metrics-port") }
+    }
+
+    /// The file's values: a JSON object of known option names, each of its option's type.
+    static func fileValues(_ path: String) throws(RelayError) -> [AbsoluteConfigKey: ConfigValue] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw RelayError(.configuration, "cannot read the configuration file \(path): check the path")
+        }
+        guard let object = try? JSONDecoder().decode([String: FileValue].self, from: data) else {
+            throw RelayError(.configuration, "the configuration file \(path) is not a JSON object of option names")
+        }
+        var values: [AbsoluteConfigKey: ConfigValue] = [:]
+        for (key, value) in object {
+            guard let option = Self.options.first(where: { $0.name == key }) else {
+                throw RelayError(
+                    .configuration,
+                    "\(path): unknown key \"\(key)\" (the keys are the option names without dashes, e.g. \"apns-key-id\")"
+                )
+            }
+            let content: ConfigContent? =
+                switch (option.kind, value) {
+                case (.string, .string(let text)): .string(text)
+                case (.int, .int(let number)): .int(number)
+                case (.double, .int(let number)): .double(Double(number))
+                case (.double, .double(let number)): .double(number)
+                case (.strings, .strings(let list)): .stringArray(list)
+                case (.strings, .string(let text)): .stringArray([text])
+                default: nil
+                }
+            guard let content else {
+                let expected: String =
+                    switch option.kind {
+                    case .string: "a string"
+                    case .int: "a whole number"
+                    case .double: "a number"
+                    case .strings: "a string or a list of strings"
+                    }
+                throw RelayError(.configuration, "\(path): \"\(key)\" must be \(expected)")
+            }
+            values[AbsoluteConfigKey([key])] = ConfigValue(content, isSecret: false)
+        }
+        return values
+    }
+
+    /// A value of the configuration file, as JSON typed it.
+    enum FileValue: Decodable {
+        case string(String)
+        case int(Int)
+        case double(Double)
+        case strings([String])
+        case other
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if (try? container.decode(Bool.self)) != nil {
+                self = .other
+            } else if let value = try? container.decode(Int.self) {
+                self = .int(value)
+            } else if let value = try? container.decode(Double.self) {
+                self = .double(value)
+            } else if let value = try? container.decode(String.self) {
+                self = .string(value)
+            } else if let value = try? container.decode([String].self) {
+                self = .strings(value)
+            } else {
+                self = .other
+            }
+        }
+    }
+
+    /// Collects, from the reader's accesses, the values that could not be used and where each used value came from.
+    final class Report: AccessReporter, Sendable {
+        private let events = PThreadMutex<[AccessEvent]>([])
+
+        func report(_ event: AccessEvent) { self.events.withLock { $0.append(event) } }
+
+        func take(file: String?) -> (problems: [String], sources: [String: String]) {
+            var problems: [String] = []
+            var sources: [String: String] = [:]
+            for event in self.events.withLock({ $0 }) {
+                let name = event.metadata.key.components.last ?? ""
+                let option = ServeOptions.options.first { $0.name == name }
+                // Providers are named by their type and the name given to them ("InMemoryProvider[flags]").
+                func source(_ provider: String) -> String {
+                    if provider.contains("flags") { return "--\(name)" }
+                    if provider.contains("file") { return "\(file ?? "the configuration file") (\"\(name)\")" }
+                    return option?.environmentVariable ?? name
+                }
+                for result in event.providerResults {
+                    switch result.result {
+                    case .failure:
+                        problems.append("\(source(result.providerName)): not \(Self.expected(option?.kind))")
+                    case .success(let lookup) where lookup.value != nil:
+                        if sources[name] == nil { sources[name] = source(result.providerName) }
+                    case .success:
+                        break
+                    }
+                }
+                if event.conversionError != nil, let from = sources[name] {
+                    problems.append("\(from): not \(Self.expected(option?.kind))")
+                }
+            }
+            return (problems, sources)
+        }
+
+        private static func expected(_ kind: Option.Kind?) -> String {
+            switch kind {
+            case .int?: "a whole number"
+            case .double?: "a number"
+            case .strings?: "a comma-separated list"
+            case .string?, nil: "a string"
+            }
+        }
+    }
+}
