@@ -4,6 +4,7 @@
 //   swift run --package-path Benchmarks -c release e2ee-bench
 //   swift run --package-path Benchmarks -c release e2ee-filter-bench 20000
 //   swift run --package-path Benchmarks -c release e2ee-relay-bench --bin .build/release
+//   swift run --package-path Benchmarks -c release e2ee-conn-bench --bin .build/release
 // See docs/BENCHMARKS.md.
 import PackageDescription
 
@@ -51,9 +52,21 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // What the process benchmarks share.
+        .target(name: "BenchSupport", swiftSettings: strictSettings),
+        .executableTarget(
+            name: "e2ee-conn-bench",
+            dependencies: [
+                "BenchSupport",
+                .product(name: "E2EECore", package: "e2ee-call-notifications"),
+                .product(name: "Relay", package: "e2ee-call-notifications"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "e2ee-relay-bench",
             dependencies: [
+                "BenchSupport",
                 .product(name: "E2EECore", package: "e2ee-call-notifications"),
                 .product(name: "Relay", package: "e2ee-call-notifications"),
             ],

@@ -19,6 +19,7 @@
 // Usage: swift run --package-path Benchmarks -c release e2ee-relay-bench --bin .build/release
 //          [--pushes N] [--devices D] [--instances K] [--database sqlite|postgres://…] [--concurrency C]
 //          [--workers W]
+import BenchSupport
 import E2EECore
 import Foundation
 import Relay
@@ -112,16 +113,10 @@ func run(_ executable: String, _ arguments: [String], stdin: String? = nil, stdo
 }
 
 func waitForPort(_ path: String, _ process: Process, _ what: String) async throws -> Int {
-    for _ in 0..<1200 {
-        if let text = try? String(contentsOfFile: path, encoding: .utf8),
-            let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
-        {
-            return port
-        }
-        guard process.isRunning else { break }
-        try await Task.sleep(for: .milliseconds(50))
+    guard let port = try await PortFile.wait(path, for: process) else {
+        Options.fail("\(what) did not start (no port in \(path))")
     }
-    Options.fail("\(what) did not start (no port in \(path))")
+    return port
 }
 
 /// The gateway's accepted pushes, read from its stdout: apns-id (lowercased) → received_at_ms.
