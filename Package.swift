@@ -6,7 +6,8 @@
 //   CSodium            system library: libsodium through pkg-config (the only C dependency of E2EECore)
 //   CLISupport         what the four executables share (the --version they print)
 //   Locking            a pthread-mutex lock that ThreadSanitizer models (used instead of Synchronization.Mutex)
-//   E2EECore           HPKE (RFC 9180) + Ed25519 on libsodium, wire format, padding, keys
+//   E2EECore           HPKE (RFC 9180) + Ed25519 on libsodium, wire format, padding, keys; file I/O through
+//                      swift-system, so it builds on Darwin as on Linux
 //   PushTransport      how a push service carries an envelope: APNsAlertTransport (the APNs JSON body, 4,096-byte
 //                      limit), shared by senders, the relay and the device side (no HTTP/TLS stack)
 //                      and PushLine, a push as one JSON line (request lines, spool records, kept payloads)
@@ -61,6 +62,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
     ],
     targets: [
         // MARK: C libraries
@@ -91,7 +93,10 @@ let package = Package(
         ),
         .target(
             name: "E2EECore",
-            dependencies: ["CSodium"],
+            dependencies: [
+                "CSodium",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             exclude: ["Sodium/README.md"],
             swiftSettings: strictSettings
         ),
@@ -159,6 +164,7 @@ let package = Package(
                 "SQLiteSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strictSettings
         ),

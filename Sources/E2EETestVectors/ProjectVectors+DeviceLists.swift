@@ -23,8 +23,8 @@ extension ProjectVectors {
         try! SigningPrivateKey(seed: SecureBytes(copying: seed(label)))
     }
 
-    static func deviceKey(_ label: String) -> X25519PrivateKey {
-        try! X25519PrivateKey(secret: SecureBytes(copying: seed(label)))
+    static func deviceKey(_ label: String) -> DevicePrivateKey {
+        try! DevicePrivateKey(suite: .classical, secret: SecureBytes(copying: seed(label)))
     }
 
     /// Bob's second device: signing key `bob/tablet/signing-key`, device key `bob/tablet/device-key`, no user key.

@@ -29,11 +29,11 @@ public enum ProjectVectors: Sendable {
 
     public static func keys() -> Keys {
         func identity(_ name: String, display: String, rotated: Bool) -> Identity {
-            var keys: [(key: X25519PrivateKey, createdAtMs: UInt64, retiredAtMs: UInt64?, expiresAtMs: UInt64?)] = []
+            var keys: [(key: DevicePrivateKey, createdAtMs: UInt64, retiredAtMs: UInt64?, expiresAtMs: UInt64?)] = []
             if rotated {
                 keys.append(
                     (
-                        try! X25519PrivateKey(secret: SecureBytes(copying: seed("\(name)/device-key-old"))),
+                        deviceKey("\(name)/device-key-old"),
                         baseTimeMs - 86_400_000, baseTimeMs - 3_600_000,
                         baseTimeMs - 3_600_000 + Identity.defaultGracePeriodMs
                     )
@@ -41,7 +41,7 @@ public enum ProjectVectors: Sendable {
             }
             keys.append(
                 (
-                    try! X25519PrivateKey(secret: SecureBytes(copying: seed("\(name)/device-key"))),
+                    deviceKey("\(name)/device-key"),
                     baseTimeMs - 3_600_000, nil, nil
                 )
             )
@@ -216,7 +216,8 @@ public enum ProjectVectors: Sendable {
             message,
             to: oldKey.privateKey.publicKey,
             signingKey: keys.sender.signingKey,
-            ephemeral: deviceKey("ephemeral/old-key")
+            padding: APNsAlertTransport.padding,
+            ephemeral: SecureBytes(copying: seed("ephemeral/old-key"))
         )
         let expires = oldKeyExpiresAtMs
         func vector(_ name: String, _ nowMs: UInt64, _ error: E2EEError.Code?) -> [String: Any] {
@@ -246,11 +247,12 @@ public enum ProjectVectors: Sendable {
         var positives: [[String: Any]] = []
         var bodies: [String: [UInt8]] = [:]
         for (index, (name, message)) in messages(sender: keys.sender).enumerated() {
-            let ephemeral = try! X25519PrivateKey(secret: SecureBytes(copying: seed("ephemeral/\(index)")))
+            let ephemeral = SecureBytes(copying: seed("ephemeral/\(index)"))
             let sealed = try! PushPayload.seal(
                 message,
                 to: keys.recipient.currentDeviceKey.privateKey.publicKey,
                 signingKey: keys.sender.signingKey,
+                padding: APNsAlertTransport.padding,
                 ephemeral: ephemeral
             )
             bodies[name] = sealed.apnsBody
@@ -283,13 +285,14 @@ public enum ProjectVectors: Sendable {
             e[offset] ^= 0x01
             return e
         }
-        let ephemeral = try! X25519PrivateKey(secret: SecureBytes(copying: seed("ephemeral/negative")))
+        let ephemeral = SecureBytes(copying: seed("ephemeral/negative"))
         let recipientKey = keys.recipient.currentDeviceKey.privateKey.publicKey
         let forged = try! PushPayload.sealUnchecked(
             invite,
             to: recipientKey,
             recipientKeyID: recipientKey.keyID,
             signingKey: keys.stranger.signingKey,
+            padding: APNsAlertTransport.padding,
             ephemeral: ephemeral
         )
         let strangerMessage = InnerMessage(
@@ -303,12 +306,14 @@ public enum ProjectVectors: Sendable {
             strangerMessage,
             to: recipientKey,
             signingKey: keys.stranger.signingKey,
+            padding: APNsAlertTransport.padding,
             ephemeral: ephemeral
         )
         let otherRecipient = try! PushPayload.seal(
             invite,
             to: keys.stranger.currentDeviceKey.privateKey.publicKey,
             signingKey: keys.sender.signingKey,
+            padding: APNsAlertTransport.padding,
             ephemeral: ephemeral
         )
         let mislabelled = try! PushPayload.sealUnchecked(
@@ -316,6 +321,7 @@ public enum ProjectVectors: Sendable {
             to: keys.stranger.currentDeviceKey.privateKey.publicKey,
             recipientKeyID: recipientKey.keyID,
             signingKey: keys.sender.signingKey,
+            padding: APNsAlertTransport.padding,
             ephemeral: ephemeral
         )
         // A message from alice signed by a device of hers that her list does not hold (§9 step 4).
@@ -330,6 +336,7 @@ public enum ProjectVectors: Sendable {
             ),
             to: recipientKey,
             signingKey: laptopKey,
+            padding: APNsAlertTransport.padding,
             ephemeral: ephemeral
         )
         var lowOrder = envelope
@@ -402,7 +409,7 @@ public enum ProjectVectors: Sendable {
             "description":
                 "E2EE push wire format v1 vectors. Regenerate: swift run e2ee-vectors > Fixtures/e2ee-vectors.json. Spec: docs/PROTOCOL.md.",
             "protocol_version": Int(WireProtocol.version),
-            "suite": Int(WireProtocol.suite),
+            "suite": Int(CryptoSuite.classical.id),
             "keys": keyInfo,
             "positive": positives,
             "negative": negatives.map { ["name": $0.0, "body": $0.1, "expected_error": $0.2.rawValue] },

@@ -31,16 +31,27 @@ public enum APNsAlertTransport: PushTransport {
     private static let prefixBytes = Array(bodyPrefix.utf8)
     private static let suffixBytes = Array(bodySuffix.utf8)
 
-    /// The byte length of the APNs body for each bucket: 2,233 bytes for 1,536 and 4,093 bytes for 2,932.
-    public static func bodyLength(forBucket bucket: Int) -> Int {
-        bodyPrefix.utf8.count + bodySuffix.utf8.count + 4 * ((Envelope.headerLength + bucket + 16 + 2) / 3)
+    /// The padding buckets of APNs per crypto suite (docs/PROTOCOL.md §6).
+    ///
+    /// Classical: 1,536 holds every call invite, cancel and receipt of ordinary size and a text of about 1 KB (all
+    /// give APNs bodies of 2,233 bytes); 2,932 is the largest padded plaintext whose body (4,093 bytes) fits APNs'
+    /// 4,096 bytes.
+    public static let padding = PaddingTable([
+        .classical: [1536, 2932]
+    ])
+
+    /// The byte length of the APNs body for a bucket of a suite (classical: 2,233 bytes for 1,536 and 4,093 bytes
+    /// for 2,932).
+    public static func bodyLength(forBucket bucket: Int, suite: CryptoSuite) -> Int {
+        let envelopeLength = suite.headerLength + bucket + suite.tagLength
+        return bodyPrefix.utf8.count + bodySuffix.utf8.count + 4 * ((envelopeLength + 2) / 3)
     }
 
     /// The uniform APNs body of docs/PROTOCOL.md §4 that carries `envelope`: the fixed placeholder alert, then the
     /// envelope in base64.
     ///
-    /// - Parameter envelope: A parsed envelope (its ciphertext is a padding bucket + 16 bytes, so the body fits).
-    /// - Returns: The body bytes (2,233 or 4,093 bytes).
+    /// - Parameter envelope: A parsed envelope (its ciphertext is a padding bucket + the tag, so the body fits).
+    /// - Returns: The body bytes (``bodyLength(forBucket:suite:)``).
     public static func body(for envelope: Envelope) -> [UInt8] {
         let body = Array((bodyPrefix + Data(envelope.serialized).base64EncodedString() + bodySuffix).utf8)
         precondition(body.count <= maximumBodyLength)
@@ -59,7 +70,7 @@ public enum APNsAlertTransport: PushTransport {
         // here in one pass. Any other body (a non-canonical envelope included) takes the general path, which gives
         // it the same outcome a parser of the whole JSON would.
         if let bytes = Self.canonicalEnvelopeBytes(body) {
-            return try Envelope(parsing: bytes)
+            return try Envelope(parsing: bytes, padding: padding)
         }
         // §4: invalid UTF-8 anywhere in the body is malformed, even inside a value no one reads (a JSON parser
         // checks only the strings it decodes).
@@ -83,7 +94,7 @@ public enum APNsAlertTransport: PushTransport {
         guard let bytes = CanonicalBase64.decode(value) else {
             throw Self.malformed("the envelope is not canonical base64")
         }
-        return try Envelope(parsing: bytes)
+        return try Envelope(parsing: bytes, padding: padding)
     }
 
     /// A `.malformedEnvelope` error, worded as E2EECore words its own.

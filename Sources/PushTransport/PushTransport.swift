@@ -2,10 +2,10 @@ public import E2EECore
 
 /// How one push service carries an envelope: the body bytes it sends and the limit it puts on them.
 ///
-/// E2EECore knows only envelopes and padding buckets (docs/PROTOCOL.md §5-§6). A push transport frames an
+/// E2EECore knows only envelopes and padding tables (docs/PROTOCOL.md §5-§6). A push transport frames an
 /// ``Envelope`` into the body its service delivers to the device, and unframes such a body back into the envelope,
-/// with the service's own size limit. Adding another push service means adding a conforming type here (or anywhere
-/// else), not changing the core: ``PushPayload/seal(_:to:signingKey:)`` and ``PushPayload/open(_:deviceKey:signingKey:)``
+/// with the service's own size limit, and says which padding buckets fit that limit for each crypto suite. Adding another push service means adding a conforming type here (or anywhere
+/// else), not changing the core: ``PushPayload/seal(_:to:signingKey:padding:)`` and ``PushPayload/open(_:deviceKey:signingKey:)``
 /// work on envelopes whatever carries them.
 ///
 /// This is a separate library, not part of Sender, because both sides need it: senders and the relay frame bodies
@@ -19,9 +19,13 @@ public protocol PushTransport: Sendable {
     /// `.tooLarge`, and every padding bucket's body must fit.
     static var maximumBodyLength: Int { get }
 
+    /// The padding buckets of each crypto suite this transport carries: every one's body fits
+    /// ``maximumBodyLength``. A suite without buckets is not carried (sealing for it is refused).
+    static var padding: PaddingTable { get }
+
     /// The body that carries `envelope`. Deterministic: the same envelope gives the same bytes.
     ///
-    /// - Parameter envelope: a parsed envelope (its ciphertext is a padding bucket + 16 bytes).
+    /// - Parameter envelope: a parsed envelope (its ciphertext is a padding bucket + the suite's tag).
     /// - Returns: at most ``maximumBodyLength`` bytes.
     static func body(for envelope: Envelope) -> [UInt8]
 
@@ -32,9 +36,9 @@ public protocol PushTransport: Sendable {
     ///   throws.
     static func envelope(fromBody body: [UInt8]) throws(E2EEError) -> Envelope
 
-    /// The byte length of the body for an envelope of padding bucket `bucket` (one of
-    /// ``WireProtocol/paddingBuckets``).
-    static func bodyLength(forBucket bucket: Int) -> Int
+    /// The byte length of the body for an envelope of `suite` padded to `bucket` (one of `padding`'s buckets for
+    /// the suite).
+    static func bodyLength(forBucket bucket: Int, suite: CryptoSuite) -> Int
 }
 
 extension SealedPush {
@@ -51,6 +55,17 @@ extension SealedPush {
 }
 
 extension PushPayload {
+    /// Seals `message` for one recipient device key into an envelope `transport` carries (APNs by default): see
+    /// ``PushPayload/seal(_:to:signingKey:padding:)``, with the transport's padding buckets.
+    public static func seal<T: PushTransport>(
+        _ message: InnerMessage,
+        to recipient: DevicePublicKey,
+        signingKey: SigningPrivateKey,
+        transport: T.Type = APNsAlertTransport.self
+    ) throws(E2EEError) -> SealedPush {
+        try self.seal(message, to: recipient, signingKey: signingKey, padding: T.padding)
+    }
+
     /// Opens a push body of `transport` (APNs by default): unframes, parses, decrypts, unpads, decodes and verifies.
     ///
     /// - Parameters:
@@ -64,7 +79,7 @@ extension PushPayload {
     public static func open<T: PushTransport>(
         body: [UInt8],
         transport: T.Type = APNsAlertTransport.self,
-        deviceKey: (KeyID) -> X25519PrivateKey?,
+        deviceKey: (KeyID) -> DevicePrivateKey?,
         signingKey: (_ userID: String, _ keyID: KeyID) -> SigningPublicKey?
     ) throws(E2EEError) -> OpenedPush {
         try self.open(try T.envelope(fromBody: body), deviceKey: deviceKey, signingKey: signingKey)

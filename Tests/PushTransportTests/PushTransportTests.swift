@@ -24,15 +24,20 @@ enum FakeBinaryTransport: PushTransport {
         guard body.count >= magic.count + 2,
             Int(body[magic.count]) << 8 | Int(body[magic.count + 1]) == body.count - magic.count - 2
         else { throw E2EEError(.malformedEnvelope, "the fake length does not match") }
-        return try Envelope(parsing: Array(body[(magic.count + 2)...]))
+        return try Envelope(parsing: Array(body[(magic.count + 2)...]), padding: padding)
     }
 
-    static func bodyLength(forBucket bucket: Int) -> Int { magic.count + 2 + Envelope.headerLength + bucket + 16 }
+    /// APNs' buckets: their binary bodies (at most 2,997 bytes) fit this transport's limit too.
+    static let padding = APNsAlertTransport.padding
+
+    static func bodyLength(forBucket bucket: Int, suite: CryptoSuite) -> Int {
+        magic.count + 2 + suite.headerLength + bucket + suite.tagLength
+    }
 }
 
 @Suite("Push transports")
 struct PushTransportTests {
-    let recipient = X25519PrivateKey.generate()
+    let recipient = DevicePrivateKey.generate()
     let sender = SigningPrivateKey.generate()
 
     func message(textLength: Int) -> InnerMessage {
@@ -65,17 +70,19 @@ struct PushTransportTests {
         )
     }
 
-    @Test("every padding bucket's APNs body fits 4,096 bytes and has the length bodyLength(forBucket:) says")
+    @Test("every padding bucket's APNs body fits 4,096 bytes and has the length bodyLength(forBucket:suite:) says")
     func bucketsFitAPNs() throws {
         #expect(APNsAlertTransport.name == "apns")
         #expect(APNsAlertTransport.maximumBodyLength == 4096)
-        #expect(WireProtocol.paddingBuckets.map(APNsAlertTransport.bodyLength(forBucket:)) == [2233, 4093])
+        let buckets = APNsAlertTransport.padding.buckets(for: .classical)
+        #expect(buckets == [1536, 2932])
+        #expect(buckets.map { APNsAlertTransport.bodyLength(forBucket: $0, suite: .classical) } == [2233, 4093])
         let sealed = try self.sealedPerBucket()
-        #expect(sealed.map(\.bucket) == WireProtocol.paddingBuckets)
+        #expect(sealed.map(\.bucket) == buckets)
         for push in sealed {
             let body = push.apnsBody
             #expect(body.count <= APNsAlertTransport.maximumBodyLength)
-            #expect(body.count == APNsAlertTransport.bodyLength(forBucket: push.bucket))
+            #expect(body.count == APNsAlertTransport.bodyLength(forBucket: push.bucket, suite: .classical))
             #expect(push.framedBody(APNsAlertTransport.self) == body)
             #expect(push.apnsBodyString == String(decoding: body, as: UTF8.self))
         }
@@ -141,7 +148,7 @@ struct PushTransportTests {
     func secondTransport() throws {
         for push in try self.sealedPerBucket() {
             let body = push.framedBody(FakeBinaryTransport.self)
-            #expect(body.count == FakeBinaryTransport.bodyLength(forBucket: push.bucket))
+            #expect(body.count == FakeBinaryTransport.bodyLength(forBucket: push.bucket, suite: .classical))
             #expect(body.count <= FakeBinaryTransport.maximumBodyLength)
             #expect(body != push.apnsBody)
             #expect(try FakeBinaryTransport.envelope(fromBody: body) == push.envelope)

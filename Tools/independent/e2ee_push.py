@@ -627,11 +627,13 @@ def open_envelope(envelope: bytes, device_keys: Mapping[bytes, object],
         raise E2EEError(MALFORMED_ENVELOPE, "empty envelope")
     if envelope[0] != VERSION:
         raise E2EEError(UNSUPPORTED_VERSION, f"version {envelope[0]}")
-    if len(envelope) < HEADER_LEN:
+    if len(envelope) < 3:
         raise E2EEError(MALFORMED_ENVELOPE, "truncated header")
     suite = struct.unpack(">H", envelope[1:3])[0]
     if suite != SUITE:
         raise E2EEError(UNSUPPORTED_SUITE, f"suite 0x{suite:04x}")
+    if len(envelope) < HEADER_LEN:
+        raise E2EEError(MALFORMED_ENVELOPE, "truncated header")
     header, ciphertext = envelope[:HEADER_LEN], envelope[HEADER_LEN:]
     if len(ciphertext) - TAG_LEN not in BUCKETS:
         raise E2EEError(MALFORMED_ENVELOPE, f"ciphertext length {len(ciphertext)} is not a bucket + 16")

@@ -9,6 +9,8 @@ struct Scenario {
     let recipientSecret: [UInt8]
     let recipientPublic: [UInt8]
     let recipient: X25519PrivateKey
+    /// The same key as E2EECore's device key of the classical suite.
+    let device: DevicePrivateKey
     let cryptoRecipient: Curve25519.KeyAgreement.PrivateKey
 
     // Sender signing key (E2EECore), with a raw libsodium and a swift-crypto key of their own for the sign lines.
@@ -34,6 +36,7 @@ struct Scenario {
         self.recipientSecret = secret
         self.recipient = try X25519PrivateKey(secret: SecureBytes(copying: secret))
         self.recipientPublic = self.recipient.publicKey.rawRepresentation
+        self.device = try DevicePrivateKey(suite: .classical, secret: SecureBytes(copying: secret))
         self.cryptoRecipient = try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: secret)
         precondition(Array(self.cryptoRecipient.publicKey.rawRepresentation) == self.recipientPublic)
 
@@ -59,13 +62,13 @@ struct Scenario {
                 )
             )
         )
-        self.sealed = try PushPayload.seal(self.message, to: self.recipient.publicKey, signingKey: self.signingKey)
+        self.sealed = try PushPayload.seal(self.message, to: self.device.publicKey, signingKey: self.signingKey)
         let envelope = self.sealed.envelope
-        self.header = Array(envelope.serialized.prefix(Envelope.headerLength))
+        self.header = Array(envelope.serialized.prefix(envelope.headerLength))
         // docs/PROTOCOL.md: info = "e2ee-push/v1" || 0x00 || version || suite || recipient key id.
         self.info =
             Array("e2ee-push/v1".utf8) + [
-                0x00, envelope.version, UInt8(envelope.suite >> 8), UInt8(envelope.suite & 0xff),
+                0x00, envelope.version, UInt8(envelope.suite.id >> 8), UInt8(envelope.suite.id & 0xff),
             ]
             + envelope.recipientKeyID.bytes
 

@@ -245,9 +245,9 @@ do {
     let body = scenario.sealed.apnsBody
     let envelope = scenario.sealed.envelope
     let signingPublic = scenario.signingKey.publicKey
-    let recipient = scenario.recipient
+    let recipient = scenario.device
     let keyID = envelope.recipientKeyID
-    let deviceKey: (KeyID) -> X25519PrivateKey? = { $0 == keyID ? recipient : nil }
+    let deviceKey: (KeyID) -> DevicePrivateKey? = { $0 == keyID ? recipient : nil }
     let signingKeyLookup: (String, KeyID) -> SigningPublicKey? = { _, _ in signingPublic }
     let opened = try PushPayload.open(body: body, deviceKey: deviceKey, signingKey: signingKeyLookup)
     precondition(opened.message == scenario.message)

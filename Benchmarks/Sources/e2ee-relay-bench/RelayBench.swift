@@ -266,7 +266,7 @@ struct RelayBench {
                 let base64 = payload["e2ee"] as? String,
                 let bytes = Data(base64Encoded: base64)
             else { Options.fail("e2ee-send batch printed a line without a device or an envelope") }
-            group.append((device, try Envelope(parsing: Array(bytes))))
+            group.append((device, try Envelope(parsing: Array(bytes), padding: APNsAlertTransport.padding)))
             if group.count == options.devices {
                 guard Set(group.map(\.0)).count == options.devices else {
                     Options.fail("a message's \(options.devices) lines are not one per device")

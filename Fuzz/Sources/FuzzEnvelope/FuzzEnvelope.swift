@@ -9,10 +9,10 @@ public func fuzzEnvelope(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     // 1. As an APNs body (the APNs transport's framing).
     if let envelope = try? APNsAlertTransport.envelope(fromBody: bytes) {
         // Whatever parses must serialise back to the same envelope bytes.
-        precondition((try? Envelope(parsing: envelope.serialized)) == envelope)
+        precondition((try? Envelope(parsing: envelope.serialized, padding: APNsAlertTransport.padding)) == envelope)
     }
     // 2. As raw envelope bytes.
-    _ = try? Envelope(parsing: bytes)
+    _ = try? Envelope(parsing: bytes, padding: APNsAlertTransport.padding)
     // 3. As a decrypted inner message (signed part + signature).
     if let (message, signedPart, signature) = try? InnerMessage.decode(bytes) {
         precondition(signedPart.count + signature.count == bytes.count)

@@ -29,12 +29,12 @@ let engine: FilterEngine = {
         userSigningKey: SigningPrivateKey(seed: SecureBytes(copying: seed("bob/user-key"))),
         deviceKeys: [
             (
-                key: try! X25519PrivateKey(secret: SecureBytes(copying: seed("bob/device-key-old"))),
+                key: try! DevicePrivateKey(suite: .classical, secret: SecureBytes(copying: seed("bob/device-key-old"))),
                 createdAtMs: 1_789_913_600_000, retiredAtMs: hourBefore,
                 expiresAtMs: hourBefore + Identity.defaultGracePeriodMs
             ),
             (
-                key: try! X25519PrivateKey(secret: SecureBytes(copying: seed("bob/device-key"))),
+                key: try! DevicePrivateKey(suite: .classical, secret: SecureBytes(copying: seed("bob/device-key"))),
                 createdAtMs: hourBefore, retiredAtMs: nil, expiresAtMs: nil
             ),
         ]
@@ -47,7 +47,7 @@ let engine: FilterEngine = {
         userSigningKey: SigningPrivateKey(seed: SecureBytes(copying: seed("alice/user-key"))),
         deviceKeys: [
             (
-                key: try! X25519PrivateKey(secret: SecureBytes(copying: seed("alice/device-key"))),
+                key: try! DevicePrivateKey(suite: .classical, secret: SecureBytes(copying: seed("alice/device-key"))),
                 createdAtMs: hourBefore, retiredAtMs: nil, expiresAtMs: nil
             )
         ]

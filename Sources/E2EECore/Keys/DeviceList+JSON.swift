@@ -15,7 +15,8 @@ extension DeviceList.DeviceKeyEntry: Codable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        self.publicKey = try c.decode(X25519PublicKey.self, forKey: .publicKey)
+        let publicKey = try c.decode(HexBytes.self, forKey: .publicKey).bytes
+        self.publicKey = try DevicePublicKey(suite: .classical, rawRepresentation: publicKey)
         let keyID = try c.decode(KeyID.self, forKey: .keyID)
         guard keyID == self.publicKey.keyID else {
             throw E2EEError(.keyFile, "device key id \(keyID) does not match its public key")
@@ -28,7 +29,7 @@ extension DeviceList.DeviceKeyEntry: Codable {
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(self.keyID, forKey: .keyID)
-        try c.encode(self.publicKey, forKey: .publicKey)
+        try c.encode(HexBytes(self.publicKey.rawRepresentation), forKey: .publicKey)
         try c.encode(self.createdAtMs, forKey: .createdAtMs)
         try c.encodeIfPresent(self.retiredAtMs, forKey: .retiredAtMs)
         try c.encodeIfPresent(self.expiresAtMs, forKey: .expiresAtMs)
@@ -176,18 +177,6 @@ extension DeviceList: Codable {
         } catch {
             throw E2EEError(error.code, "\(path): \(error.message)")
         }
-    }
-}
-
-extension X25519PublicKey: Codable {
-    public init(from decoder: any Decoder) throws {
-        let hex = try decoder.singleValueContainer().decode(String.self)
-        guard let bytes = Hex.decode(hex) else { throw E2EEError(.keyFile, "a public key must be hex") }
-        try self.init(rawRepresentation: bytes)
-    }
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.singleValueContainer()
-        try c.encode(Hex.encode(self.rawRepresentation))
     }
 }
 

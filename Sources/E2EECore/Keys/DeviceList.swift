@@ -11,9 +11,9 @@ import Foundation
 /// certificates and the signature (§11.4), so a parsed list was signed by its `userSigningKey`. Whether that
 /// key is the one to trust for the user is the caller's decision (``DevicePins``).
 public struct DeviceList: Sendable, Hashable {
-    /// One X25519 device key as published.
+    /// One device key as published: a public key of one crypto suite.
     public struct DeviceKeyEntry: Sendable, Hashable {
-        public var publicKey: X25519PublicKey
+        public var publicKey: DevicePublicKey
         public var createdAtMs: UInt64
         /// When a newer key replaced it; nil for the current key.
         public var retiredAtMs: UInt64?
@@ -21,7 +21,7 @@ public struct DeviceList: Sendable, Hashable {
         public var expiresAtMs: UInt64?
         public var keyID: KeyID { self.publicKey.keyID }
 
-        public init(publicKey: X25519PublicKey, createdAtMs: UInt64, retiredAtMs: UInt64?, expiresAtMs: UInt64?) {
+        public init(publicKey: DevicePublicKey, createdAtMs: UInt64, retiredAtMs: UInt64?, expiresAtMs: UInt64?) {
             self.publicKey = publicKey
             self.createdAtMs = createdAtMs
             self.retiredAtMs = retiredAtMs

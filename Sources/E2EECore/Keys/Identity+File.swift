@@ -158,6 +158,9 @@ extension Identity {
         }
         w.u8(UInt8(self.deviceKeys.count))
         for key in self.deviceKeys {
+            guard key.privateKey.suite == .classical else {
+                throw E2EEError.invalidArgument("identity file version 2 holds classical device keys only")
+            }
             key.privateKey.secret.withUnsafeBytes { w.raw(Array($0)) }
             w.u64(key.createdAtMs)
             w.u64(key.retiredAtMs ?? 0)
@@ -197,7 +200,7 @@ extension Identity {
             let expires = try r.u64("expires at")
             keys.append(
                 DeviceKey(
-                    privateKey: try X25519PrivateKey(secret: SecureBytes(copying: secret)),
+                    privateKey: try DevicePrivateKey(suite: .classical, secret: SecureBytes(copying: secret)),
                     createdAtMs: created,
                     retiredAtMs: retired == 0 ? nil : retired,
                     expiresAtMs: expires == 0 ? nil : expires

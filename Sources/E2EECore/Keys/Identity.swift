@@ -1,6 +1,6 @@
-/// One device key of an identity: an X25519 key with its key id and lifetime (docs/PROTOCOL.md §11.1).
+/// One device key of an identity: a key of one crypto suite with its key id and lifetime (docs/PROTOCOL.md §11.1).
 public struct DeviceKey: Sendable, CustomStringConvertible {
-    public let privateKey: X25519PrivateKey
+    public let privateKey: DevicePrivateKey
     public var keyID: KeyID { self.privateKey.publicKey.keyID }
     /// When the key was created (ms since the epoch).
     public let createdAtMs: UInt64
@@ -16,11 +16,12 @@ public struct DeviceKey: Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        "DeviceKey(\(self.keyID), created \(self.createdAtMs), retired \(self.retiredAtMs.map(String.init) ?? "-"), expires \(self.expiresAtMs.map(String.init) ?? "-"))"
+        "DeviceKey(\(self.privateKey.suite.name) \(self.keyID), created \(self.createdAtMs), retired \(self.retiredAtMs.map(String.init) ?? "-"), expires \(self.expiresAtMs.map(String.init) ?? "-"))"
     }
 }
 
-/// A user's identity on one device: the device's Ed25519 signing key, its X25519 device keys and, on a device
+/// A user's identity on one device: the device's Ed25519 signing key, its device keys (each of one crypto suite) and,
+/// on a device
 /// that manages the user's device list, the user signing key (docs/PROTOCOL.md §11, §12).
 ///
 /// The identity file is secret: ``save(path:passphrase:cost:)`` writes it with mode 0600 and
@@ -45,8 +46,10 @@ public struct Identity: Sendable, CustomStringConvertible {
 
     /// Creates a new identity with fresh random keys.
     ///
-    /// - Parameter withUserKey: true for a user's first device, which holds the user signing key and so can sign
-    ///   the device list; false for a device to be signed in by another (``DeviceRequest``).
+    /// - Parameters:
+    ///   - withUserKey: true for a user's first device, which holds the user signing key and so can sign the device
+    ///     list; false for a device to be signed in by another (``DeviceRequest``).
+    ///   - suite: the crypto suite of the first device key.
     /// - Throws: `.invalidArgument` when the user id is not 1-64 bytes, the device id not a valid device id, or the
     ///   display name above 255 bytes.
     public static func generate(
@@ -54,6 +57,7 @@ public struct Identity: Sendable, CustomStringConvertible {
         displayName: String,
         deviceID: String = Identity.defaultDeviceID,
         withUserKey: Bool = true,
+        suite: CryptoSuite = .classical,
         nowMs: UInt64
     ) throws(E2EEError) -> Identity {
         try Identity(
@@ -62,7 +66,9 @@ public struct Identity: Sendable, CustomStringConvertible {
             deviceID: deviceID,
             signingKey: .generate(),
             userSigningKey: withUserKey ? .generate() : nil,
-            deviceKeys: [DeviceKey(privateKey: .generate(), createdAtMs: nowMs, retiredAtMs: nil, expiresAtMs: nil)]
+            deviceKeys: [
+                DeviceKey(privateKey: .generate(suite: suite), createdAtMs: nowMs, retiredAtMs: nil, expiresAtMs: nil)
+            ]
         )
     }
 
@@ -74,7 +80,7 @@ public struct Identity: Sendable, CustomStringConvertible {
         deviceID: String = Identity.defaultDeviceID,
         signingKey: SigningPrivateKey,
         userSigningKey: SigningPrivateKey? = nil,
-        deviceKeys: [(key: X25519PrivateKey, createdAtMs: UInt64, retiredAtMs: UInt64?, expiresAtMs: UInt64?)]
+        deviceKeys: [(key: DevicePrivateKey, createdAtMs: UInt64, retiredAtMs: UInt64?, expiresAtMs: UInt64?)]
     ) throws(E2EEError) {
         try self.init(
             userID: userID,
@@ -129,8 +135,16 @@ public struct Identity: Sendable, CustomStringConvertible {
     /// Adds a new current device key. The previous one is retired at `nowMs` and keeps opening pushes until
     /// `nowMs + gracePeriodMs` (0 revokes it at once); keys already expired at `nowMs` are dropped, and at most 16
     /// keys are kept.
+    ///
+    /// - Parameter suite: the new key's crypto suite; nil keeps the current key's. Moving a device to another suite
+    ///   is a rotation like any other: the old key opens what was sealed to it until its grace period ends.
     @discardableResult
-    public mutating func rotate(nowMs: UInt64, gracePeriodMs: UInt64 = Identity.defaultGracePeriodMs) -> DeviceKey {
+    public mutating func rotate(
+        nowMs: UInt64,
+        gracePeriodMs: UInt64 = Identity.defaultGracePeriodMs,
+        suite: CryptoSuite? = nil
+    ) -> DeviceKey {
+        let suite = suite ?? self.currentDeviceKey.privateKey.suite
         let (expires, overflow) = nowMs.addingReportingOverflow(gracePeriodMs)
         for index in self.deviceKeys.indices where self.deviceKeys[index].retiredAtMs == nil {
             self.deviceKeys[index].retiredAtMs = nowMs
@@ -139,7 +153,7 @@ public struct Identity: Sendable, CustomStringConvertible {
                 overflow ? DeviceList.maximumInteger : min(expires, DeviceList.maximumInteger)
         }
         self.deviceKeys.removeAll { !$0.opens(atMs: nowMs) }
-        let key = DeviceKey(privateKey: .generate(), createdAtMs: nowMs, retiredAtMs: nil, expiresAtMs: nil)
+        let key = DeviceKey(privateKey: .generate(suite: suite), createdAtMs: nowMs, retiredAtMs: nil, expiresAtMs: nil)
         self.deviceKeys.append(key)
         if self.deviceKeys.count > 16 { self.deviceKeys.removeFirst(self.deviceKeys.count - 16) }
         return key
@@ -147,7 +161,7 @@ public struct Identity: Sendable, CustomStringConvertible {
 
     /// The private key for `keyID` if this identity holds it and it still opens at `nowMs` (its
     /// `expiresAtMs`, if any, is later than `nowMs`).
-    public func deviceKey(for keyID: KeyID, nowMs: UInt64) -> X25519PrivateKey? {
+    public func deviceKey(for keyID: KeyID, nowMs: UInt64) -> DevicePrivateKey? {
         guard let key = self.deviceKeys.first(where: { $0.keyID == keyID }), key.opens(atMs: nowMs) else {
             return nil
         }

@@ -1,6 +1,7 @@
 /// An 8-byte key id derived from a public key: the first 8 bytes of
-/// `SHA-256("e2ee-push/key-id/v1" || 0x00 || algorithm || publicKey)`, where `algorithm` is one byte:
-/// 0x20 for an X25519 device key, 0xED for an Ed25519 signing key (docs/PROTOCOL.md, "Key ids").
+/// `SHA-256("e2ee-push/key-id/v1" || 0x00 || algorithm || publicKey)`, where `algorithm` is one byte: a device
+/// key's suite's (``CryptoSuite/keyIDAlgorithm``, 0x20 for an X25519 key) or 0xED for an Ed25519 signing key
+/// (docs/PROTOCOL.md, "Key ids").
 ///
 /// Key ids let a device rotate keys: the envelope names the device key it was sealed for, and an inner message
 /// names the signing key that signed it. They are not secret.
@@ -29,7 +30,12 @@ public struct KeyID: Sendable, Hashable, Comparable, CustomStringConvertible, Co
 
     /// Derives the key id of a public key.
     public init(deriving algorithm: Algorithm, publicKey: [UInt8]) {
-        self.bytes = Array(Primitives.sha256(KeyID.domain + [algorithm.rawValue] + publicKey).prefix(KeyID.length))
+        self.init(deriving: algorithm.rawValue, publicKey: publicKey)
+    }
+
+    /// Derives the key id of a public key with an `alg` byte (a suite's ``CryptoSuite/keyIDAlgorithm``).
+    init(deriving algorithm: UInt8, publicKey: [UInt8]) {
+        self.bytes = Array(Primitives.sha256(KeyID.domain + [algorithm] + publicKey).prefix(KeyID.length))
     }
 
     /// Parses 16 lowercase or uppercase hex digits.

@@ -1,36 +1,38 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemPackage
 
 /// Reads and writes files that hold secrets: written with mode 0600 (atomically, through a temporary file and
 /// `rename`), refused on read when group or others may read or write them.
+///
+/// The I/O is swift-system's `FileDescriptor` (EINTR retried there); the calls it does not wrap are in
+/// `Platform.swift`, so this builds wherever the package does (Linux, Darwin).
 public enum SecretFile: Sendable {
     /// Reads a secret file into ``SecureBytes``.
     ///
     /// - Throws: `.insecureFile` when the file's mode allows group or other access (the message says to
     ///   `chmod 600`); `.keyFile` when it cannot be read.
     public static func read(path: String) throws(E2EEError) -> SecureBytes {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw E2EEError(.keyFile, "cannot read \(path): \(String(cString: strerror(errno))); check the path")
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec])
+        } catch {
+            throw E2EEError(.keyFile, "cannot read \(path): \(Self.reason(error)); check the path")
         }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw E2EEError(.keyFile, "cannot stat \(path)") }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw E2EEError(.keyFile, "\(path) is not a regular file") }
-        try checkPrivateMode(info.st_mode, path: path)
-        let size = Int(info.st_size)
+        defer { try? fd.close() }
+        let info: Stat
+        do {
+            info = try fd.stat()
+        } catch {
+            throw E2EEError(.keyFile, "cannot stat \(path)")
+        }
+        guard info.type == .regular else { throw E2EEError(.keyFile, "\(path) is not a regular file") }
+        try checkPrivatePermissions(info.permissions, path: path)
+        let size = Int(info.size)
         guard size <= 1 << 20 else { throw E2EEError(.keyFile, "\(path) is too large to be a key file") }
         return try SecureBytes(count: size) { (buffer: UnsafeMutableRawBufferPointer) throws(E2EEError) in
             var offset = 0
             while offset < size {
-                let n = Glibc.read(fd, buffer.baseAddress!.advanced(by: offset), size - offset)
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { throw E2EEError(.keyFile, "short read from \(path)") }
+                let n = try? fd.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[offset...]))
+                guard let n, n > 0 else { throw E2EEError(.keyFile, "short read from \(path)") }
                 offset += n
             }
         }
@@ -40,17 +42,15 @@ public enum SecretFile: Sendable {
     /// telling a file that is not a secret at all (a public card passed where an identity belongs) from a secret
     /// whose mode is wrong. Nil when the file cannot be opened.
     public static func prefix(path: String, count: Int) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
+        guard let fd = try? FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec]) else { return nil }
+        defer { try? fd.close() }
         var bytes = [UInt8](repeating: 0, count: count)
         var filled = 0
         while filled < count {
             let n = bytes.withUnsafeMutableBytes { buffer in
-                Glibc.read(fd, buffer.baseAddress!.advanced(by: filled), count - filled)
+                try? fd.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
             }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
+            guard let n, n > 0 else { break }
             filled += n
         }
         return Array(bytes.prefix(filled))
@@ -64,18 +64,21 @@ public enum SecretFile: Sendable {
     /// - Returns: false when there is no file at `path`, true when there is one and it is private.
     /// - Throws: `.insecureFile` when group or others may read or write it (the message says to `chmod 600`).
     public static func checkPrivate(path: String, contents: String = "secrets") throws(E2EEError) -> Bool {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return false }
-        try checkPrivateMode(info.st_mode, path: path, contents: contents)
+        guard let info = try? Stat(FilePath(path)) else { return false }
+        try checkPrivatePermissions(info.permissions, path: path, contents: contents)
         return true
     }
 
     /// The one rule for secret files: no permission bit for group or others.
-    static func checkPrivateMode(_ mode: mode_t, path: String, contents: String = "secrets") throws(E2EEError) {
-        guard mode & 0o077 == 0 else {
+    static func checkPrivatePermissions(
+        _ permissions: FilePermissions,
+        path: String,
+        contents: String = "secrets"
+    ) throws(E2EEError) {
+        guard permissions.rawValue & 0o077 == 0 else {
             throw E2EEError(
                 .insecureFile,
-                "\(path) holds \(contents) but is readable or writable by others (mode \(String(mode & 0o777, radix: 8))): run chmod 600 \(path)"
+                "\(path) holds \(contents) but is readable or writable by others (mode \(String(permissions.rawValue & 0o777, radix: 8))): run chmod 600 \(path)"
             )
         }
     }
@@ -99,29 +102,52 @@ public enum SecretFile: Sendable {
     /// Writes public bytes atomically with the given mode (0644 for a card).
     public static func writePublic(path: String, bytes: [UInt8], mode: UInt32 = 0o644) throws(E2EEError) {
         try bytes.withBytes { (b: UnsafeRawBufferPointer) throws(E2EEError) in
-            try write(path: path, raw: b, mode: mode_t(mode))
+            try write(path: path, raw: b, permissions: FilePermissions(rawValue: .init(mode)))
         }
     }
 
-    static func write(path: String, raw: UnsafeRawBufferPointer, mode: mode_t = 0o600) throws(E2EEError) {
-        let temporary = path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)
-        guard fd >= 0 else {
-            throw E2EEError(.keyFile, "cannot create \(temporary): \(String(cString: strerror(errno)))")
+    static func write(
+        path: String,
+        raw: UnsafeRawBufferPointer,
+        permissions: FilePermissions = [.ownerRead, .ownerWrite]
+    ) throws(E2EEError) {
+        let temporary = path + ".tmp-\(Platform.processID)"
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(
+                FilePath(temporary),
+                .writeOnly,
+                options: [.create, .truncate, .closeOnExec, .noFollow],
+                permissions: permissions
+            )
+        } catch {
+            throw E2EEError(.keyFile, "cannot create \(temporary): \(Self.reason(error))")
         }
-        var ok = fchmod(fd, mode) == 0
-        var offset = 0
-        while ok && offset < raw.count {
-            let n = Glibc.write(fd, raw.baseAddress!.advanced(by: offset), raw.count - offset)
-            if n < 0 && errno == EINTR { continue }
-            ok = n > 0
-            if ok { offset += n }
+        do throws(Errno) {
+            do throws(Errno) {
+                try Platform.setPermissions(fd, permissions)
+                do {
+                    _ = try fd.writeAll(raw)
+                } catch let error as Errno {
+                    throw error
+                } catch {
+                    throw Errno.ioError
+                }
+                try Platform.sync(fd)
+            } catch {
+                try? fd.close()
+                throw error
+            }
+            try? fd.close()
+            try Platform.move(temporary, over: path)
+        } catch {
+            Platform.removeQuietly(temporary)
+            throw E2EEError(.keyFile, "cannot write \(path): \(error)")
         }
-        ok = ok && fsync(fd) == 0
-        close(fd)
-        guard ok, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw E2EEError(.keyFile, "cannot write \(path): \(String(cString: strerror(errno)))")
-        }
+    }
+
+    /// What an errno says, for a message (no Swift type names).
+    private static func reason(_ error: any Error) -> String {
+        (error as? Errno).map { "\($0)" } ?? "\(error)"
     }
 }

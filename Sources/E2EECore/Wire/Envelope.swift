@@ -1,31 +1,36 @@
 /// The envelope, the only thing in clear besides the placeholder (docs/PROTOCOL.md, "Envelope"):
 ///
 /// ```
-/// version u8 | suite u16 | recipient_key_id [8] | enc [32] | ciphertext [bucket + 16]
+/// version u8 | suite u16 | recipient_key_id [8] | enc [Nenc of the suite] | ciphertext [bucket + Nt]
 /// ```
 public struct Envelope: Sendable, Hashable {
     public var version: UInt8
-    public var suite: UInt16
+    /// The crypto suite the envelope is sealed with: it fixes the length of `enc` and of the header.
+    public var suite: CryptoSuite
     public var recipientKeyID: KeyID
-    /// The HPKE encapsulated key (the sender's ephemeral X25519 public key).
+    /// The HPKE encapsulated key (``CryptoSuite/encapsulatedKeyLength`` bytes).
     public var encapsulatedKey: [UInt8]
-    /// The HPKE ciphertext of the padded inner message, with its 16-byte tag.
+    /// The HPKE ciphertext of the padded inner message, with its tag.
     public var ciphertext: [UInt8]
 
-    /// version (1) + suite (2) + key id (8) + enc (32).
-    public static let headerLength = 1 + 2 + KeyID.length + HPKE.nenc
+    /// The clear header's length: version (1) + suite (2) + key id (8) + enc (`Nenc`).
+    public var headerLength: Int { self.suite.headerLength }
 
     /// The clear header: the HPKE `aad`.
     var header: [UInt8] {
-        [self.version] + HPKE.i2osp(self.suite) + self.recipientKeyID.bytes + self.encapsulatedKey
+        Envelope.header(suite: self.suite, recipientKeyID: self.recipientKeyID, encapsulatedKey: self.encapsulatedKey)
+    }
+
+    static func header(suite: CryptoSuite, recipientKeyID: KeyID, encapsulatedKey: [UInt8]) -> [UInt8] {
+        [WireProtocol.version] + HPKE.i2osp(suite.id) + recipientKeyID.bytes + encapsulatedKey
     }
 
     /// The envelope bytes.
     public var serialized: [UInt8] { self.header + self.ciphertext }
 
-    init(recipientKeyID: KeyID, encapsulatedKey: [UInt8], ciphertext: [UInt8]) {
+    init(suite: CryptoSuite, recipientKeyID: KeyID, encapsulatedKey: [UInt8], ciphertext: [UInt8]) {
         self.version = WireProtocol.version
-        self.suite = WireProtocol.suite
+        self.suite = suite
         self.recipientKeyID = recipientKeyID
         self.encapsulatedKey = encapsulatedKey
         self.ciphertext = ciphertext
@@ -33,10 +38,13 @@ public struct Envelope: Sendable, Hashable {
 
     /// Parses envelope bytes.
     ///
-    /// Checks in this order, each with its own code: at least one byte (`.malformedEnvelope`), the version
-    /// (`.unsupportedVersion`), the full header (`.malformedEnvelope`), the suite (`.unsupportedSuite`), and a
-    /// ciphertext length equal to a padding bucket + 16 (`.malformedEnvelope`).
-    public init(parsing bytes: [UInt8]) throws(E2EEError) {
+    /// Checks in this order, each with its own code (docs/PROTOCOL.md §5): at least one byte
+    /// (`.malformedEnvelope`), the version (`.unsupportedVersion`), the suite id's two bytes (`.malformedEnvelope`),
+    /// a suite this implementation speaks (`.unsupportedSuite`), the suite's full header (`.malformedEnvelope`), and a
+    /// ciphertext length equal to one of the suite's padding buckets in `padding` + the tag (`.malformedEnvelope`).
+    ///
+    /// - Parameter padding: the padding buckets of the transport that carried the envelope.
+    public init(parsing bytes: [UInt8], padding: PaddingTable) throws(E2EEError) {
         guard let version = bytes.first else { throw E2EEError.malformed("empty envelope") }
         guard version == WireProtocol.version else {
             throw E2EEError(
@@ -44,19 +52,23 @@ public struct Envelope: Sendable, Hashable {
                 "envelope version \(version) is not supported (this implementation speaks \(WireProtocol.version)); update the app"
             )
         }
-        guard bytes.count >= Envelope.headerLength else { throw E2EEError.malformed("truncated header") }
-        let suite = UInt16(bytes[1]) << 8 | UInt16(bytes[2])
-        guard suite == WireProtocol.suite else {
-            throw E2EEError(.unsupportedSuite, "suite 0x\(Hex.encode(HPKE.i2osp(suite))) is not supported")
+        guard bytes.count >= 3 else { throw E2EEError.malformed("truncated header") }
+        let suiteID = UInt16(bytes[1]) << 8 | UInt16(bytes[2])
+        guard let suite = CryptoSuite.withID(suiteID) else {
+            throw E2EEError(.unsupportedSuite, "suite 0x\(Hex.encode(HPKE.i2osp(suiteID))) is not supported")
         }
-        let ciphertext = Array(bytes[Envelope.headerLength...])
-        guard WireProtocol.paddingBuckets.contains(ciphertext.count - Primitives.chachaTagLength) else {
-            throw E2EEError.malformed("ciphertext of \(ciphertext.count) bytes matches no padding bucket")
+        let headerLength = suite.headerLength
+        guard bytes.count >= headerLength else { throw E2EEError.malformed("truncated header") }
+        let ciphertext = Array(bytes[headerLength...])
+        guard padding.buckets(for: suite).contains(ciphertext.count - suite.tagLength) else {
+            throw E2EEError.malformed(
+                "ciphertext of \(ciphertext.count) bytes matches no padding bucket of suite \(suite.name)"
+            )
         }
         self.version = version
         self.suite = suite
-        self.recipientKeyID = try KeyID(bytes: bytes[3..<11])
-        self.encapsulatedKey = Array(bytes[11..<Envelope.headerLength])
+        self.recipientKeyID = try KeyID(bytes: bytes[3..<3 + KeyID.length])
+        self.encapsulatedKey = Array(bytes[(3 + KeyID.length)..<headerLength])
         self.ciphertext = ciphertext
     }
 }

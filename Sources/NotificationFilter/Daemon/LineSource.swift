@@ -1,5 +1,6 @@
 import Dispatch
 import Locking
+import SystemPackage
 
 #if canImport(Glibc)
 import Glibc
@@ -8,7 +9,8 @@ import Darwin
 #endif
 
 /// Reads newline-terminated lines from a file descriptor (stdin, or a spool file that keeps growing), without
-/// Foundation and without blocking the cooperative thread pool: each `read(2)` runs on a dispatch queue.
+/// Foundation and without blocking the cooperative thread pool: each `read(2)` (swift-system's, which retries on
+/// EINTR) runs on a dispatch queue.
 ///
 /// Lines longer than `maximumLineLength` are cut there and returned whole-line-marked as oversized; a partial last
 /// line stays buffered until its newline arrives (a spool writer appends whole lines).
@@ -21,7 +23,7 @@ final class LineSource: Sendable {
         var oversized: Bool
     }
 
-    private let fd: Int32
+    private let fd: FileDescriptor
     private let follow: Bool
     private let queue = DispatchQueue(label: "e2ee-filter.read")
     private let state: PThreadMutex<State>
@@ -38,7 +40,7 @@ final class LineSource: Sendable {
     ///   - fd: the descriptor, positioned at `startOffset`.
     ///   - follow: at end of file, wait for more (a spool) instead of finishing (stdin, or `--exit-at-end`).
     init(fd: Int32, startOffset: Int64, follow: Bool, maximumLineLength: Int) {
-        self.fd = fd
+        self.fd = FileDescriptor(rawValue: fd)
         self.follow = follow
         self.maximumLineLength = maximumLineLength
         self.state = PThreadMutex(State(bufferStartOffset: startOffset))
@@ -140,10 +142,7 @@ final class LineSource: Sendable {
         let chunk: [UInt8] = await withCheckedContinuation { continuation in
             self.queue.async {
                 var bytes = [UInt8](repeating: 0, count: 64 * 1024)
-                var n: Int
-                repeat {
-                    n = bytes.withUnsafeMutableBytes { read(self.fd, $0.baseAddress, $0.count) }
-                } while n < 0 && errno == EINTR
+                let n = bytes.withUnsafeMutableBytes { (try? self.fd.read(into: $0)) ?? 0 }
                 continuation.resume(returning: n > 0 ? Array(bytes[0..<n]) : [])
             }
         }

@@ -1,27 +1,20 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
+import SystemPackage
 
 /// Appends JSON lines to a file descriptor (stdout, or a file opened for append), whole lines per `write(2)`.
+///
+/// Its I/O is swift-system's `FileDescriptor` (EINTR retried there), the same on Linux and Darwin.
 ///
 /// For a file, ``open(path:)`` first cuts a partial last line left by a killed process, so the file always holds
 /// whole lines; ``lastLine()`` and ``lineCount()`` let the daemon re-emit what a crash lost.
 final class LineWriter: @unchecked Sendable {
     // @unchecked Sendable: `fd` is immutable; writes are serialised by the daemon (one writer task), and write(2)
     // on an O_APPEND descriptor is atomic per call for our line sizes.
-    let fd: Int32
+    let fd: FileDescriptor
     let path: String?
 
-    static let standardOutput = LineWriter(fd: 1, path: nil)
+    static let standardOutput = LineWriter(fd: .standardOutput, path: nil)
 
-    private init(fd: Int32, path: String?) {
+    private init(fd: FileDescriptor, path: String?) {
         self.fd = fd
         self.path = path
     }
@@ -29,12 +22,19 @@ final class LineWriter: @unchecked Sendable {
     /// Opens (creating, mode 0600: decisions carry decrypted text) a file for appending, after cutting a partial
     /// last line.
     static func open(path: String) throws(FilterDaemonError) -> LineWriter {
-        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw FilterDaemonError("cannot open \(path) for writing: \(String(cString: strerror(errno)))")
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(
+                FilePath(path),
+                .readWrite,
+                options: [.create, .append, .closeOnExec],
+                permissions: [.ownerRead, .ownerWrite]
+            )
+        } catch {
+            throw FilterDaemonError("cannot open \(path) for writing: \(error)")
         }
         let writer = LineWriter(fd: fd, path: path)
-        let size = lseek(fd, 0, SEEK_END)
+        let size = (try? fd.seek(offset: 0, from: .end)) ?? 0
         if size > 0 {
             let tail = writer.readTail(maxBytes: 128 * 1024)
             if tail.last != 0x0A {
@@ -45,17 +45,17 @@ final class LineWriter: @unchecked Sendable {
                 } else if tailStart > 0 {
                     keep = Int(size)  // no newline in the last 128 KiB: leave the file alone
                 }
-                _ = ftruncate(fd, off_t(keep))
+                try? fd.resize(to: Int64(keep))
             }
         }
         return writer
     }
 
     private func readTail(maxBytes: Int) -> [UInt8] {
-        let size = lseek(self.fd, 0, SEEK_END)
+        let size = (try? self.fd.seek(offset: 0, from: .end)) ?? 0
         let start = max(0, Int(size) - maxBytes)
         var bytes = [UInt8](repeating: 0, count: Int(size) - start)
-        let n = bytes.withUnsafeMutableBytes { pread(self.fd, $0.baseAddress, $0.count, off_t(start)) }
+        let n = bytes.withUnsafeMutableBytes { (try? self.fd.read(fromAbsoluteOffset: Int64(start), into: $0)) ?? 0 }
         return n > 0 ? Array(bytes[0..<n]) : []
     }
 
@@ -73,13 +73,13 @@ final class LineWriter: @unchecked Sendable {
     func lineCount() -> Int {
         guard self.path != nil else { return 0 }
         var count = 0
-        var offset: off_t = 0
+        var offset: Int64 = 0
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
-            let n = buffer.withUnsafeMutableBytes { pread(self.fd, $0.baseAddress, $0.count, offset) }
+            let n = buffer.withUnsafeMutableBytes { (try? self.fd.read(fromAbsoluteOffset: offset, into: $0)) ?? 0 }
             if n <= 0 { break }
             for i in 0..<n where buffer[i] == 0x0A { count += 1 }
-            offset += off_t(n)
+            offset += Int64(n)
         }
         return count
     }
@@ -92,17 +92,15 @@ final class LineWriter: @unchecked Sendable {
             bytes += line.utf8
             bytes.append(0x0A)
         }
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { Glibc.write(self.fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw FilterDaemonError("cannot write output: \(String(cString: strerror(errno)))") }
-            offset += n
+        do {
+            _ = try self.fd.writeAll(bytes)
+        } catch {
+            throw FilterDaemonError("cannot write output: \(error)")
         }
     }
 
     deinit {
-        if self.path != nil { close(self.fd) }
+        if self.path != nil { try? self.fd.close() }
     }
 }
 

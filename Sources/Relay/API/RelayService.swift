@@ -300,7 +300,7 @@ public final class RelayService: Sendable {
             }
             let envelope: Envelope
             do throws(E2EEError) {
-                envelope = try Envelope(parsing: bytes)
+                envelope = try Envelope(parsing: bytes, padding: APNsAlertTransport.padding)
             } catch {
                 throw RelayError(.malformedEnvelope, "pushes[\(index)].envelope: \(error.code): \(error.message)")
             }

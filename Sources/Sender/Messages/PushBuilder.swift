@@ -256,7 +256,7 @@ public struct PushBuilder: Sendable {
         do {
             sealed = try PushPayload.seal(message, to: key.publicKey, signingKey: self.identity.signingKey)
         } catch {
-            if error.code == .tooLarge { throw Self.tooLarge(message) }
+            if error.code == .tooLarge { throw Self.tooLarge(message, suite: key.publicKey.suite) }
             throw SenderError(error, context: "cannot seal the \(content.kind) for \(name)")
         }
         let request = APNsRequest(
@@ -275,15 +275,17 @@ public struct PushBuilder: Sendable {
 }
 
 extension PushBuilder {
-    /// The largest signed inner message (signed part + signature) a push can carry: one byte less than the largest
-    /// padding bucket (docs/PROTOCOL.md §6).
-    static var largestInnerMessage: Int { WireProtocol.paddingBuckets.last! - 1 }
+    /// The largest signed inner message (signed part + signature) a push of `suite` can carry: one byte less than
+    /// the suite's largest APNs padding bucket (docs/PROTOCOL.md §6).
+    static func largestInnerMessage(suite: CryptoSuite) -> Int {
+        (APNsAlertTransport.padding.buckets(for: suite).last ?? 1) - 1
+    }
 
     /// Says what is too large for this kind of message and what to do, with the numbers for this sender (the
-    /// limit depends on the sender's user id, which every message carries).
-    static func tooLarge(_ message: InnerMessage) -> SenderError {
+    /// limit depends on the sender's user id, which every message carries, and on the recipient device's suite).
+    static func tooLarge(_ message: InnerMessage, suite: CryptoSuite) -> SenderError {
         let size = (try? message.encodedLength()) ?? 0
-        let limit = Self.largestInnerMessage
+        let limit = Self.largestInnerMessage(suite: suite)
         let measured = "the \(message.kind) is \(size) bytes once signed and the most a push carries is \(limit)"
         switch message.content {
         case .text:
@@ -351,7 +353,7 @@ extension PushBuilder {
             } catch {
                 let failure =
                     error.code == .tooLarge
-                    ? Self.tooLarge(message)
+                    ? Self.tooLarge(message, suite: device.currentKey.publicKey.suite)
                     : SenderError(error, context: "cannot seal the \(content.kind) for \(name)")
                 return DeviceEnvelope(deviceID: device.deviceID, messageID: messageID, outcome: .failure(failure))
             }

@@ -1,8 +1,9 @@
-@_spi(Vectors) import E2EECore
 import E2EETestVectors
 import Foundation
 import PushTransport
 import Testing
+
+@testable @_spi(Vectors) import E2EECore
 
 @Suite("Wire format")
 struct WireFormatTests {
@@ -124,7 +125,7 @@ struct WireFormatTests {
         let sealed = try PushPayload.seal(message, to: pk, signingKey: keys.sender.signingKey)
         var context = try HPKE.RecipientContext(
             encapsulatedKey: sealed.envelope.encapsulatedKey,
-            recipient: keys.recipient.currentDeviceKey.privateKey,
+            recipient: try X25519PrivateKey(secret: keys.recipient.currentDeviceKey.privateKey.secret),
             info: Array("e2ee-push/v1".utf8) + [0, 1, 0, 1] + sealed.envelope.recipientKeyID.bytes
         )
         let padded = try context.open(
@@ -135,7 +136,7 @@ struct WireFormatTests {
         // Re-seal the same padded plaintext (signature included) to the stranger.
         let stranger = keys.stranger.currentDeviceKey.privateKey
         var sender = try HPKE.SenderContext(
-            recipient: stranger.publicKey,
+            recipient: X25519PublicKey(rawRepresentation: stranger.publicKey.rawRepresentation),
             info: Array("e2ee-push/v1".utf8) + [0, 1, 0, 1] + stranger.publicKey.keyID.bytes
         )
         let header = [UInt8(1), 0, 1] + stranger.publicKey.keyID.bytes + sender.encapsulatedKey

@@ -304,7 +304,7 @@ struct DecisionRuleTests {
             to: h.bob.currentDeviceKey.privateKey.publicKey,
             recipientKeyID: h.bob.currentDeviceKey.keyID,
             signingKey: h.mallory.signingKey,
-            ephemeral: .generate()
+            padding: APNsAlertTransport.padding
         ).apnsBody
         let cases: [([UInt8], FilterReason)] = [
             (body(flipped), .opening(.openFailed)),

@@ -107,7 +107,7 @@ struct EngineHarness {
     func body(
         _ content: MessageContent,
         from: Identity? = nil,
-        to key: X25519PublicKey? = nil,
+        to key: DevicePublicKey? = nil,
         sentAtMs: Int64? = nil,
         messageID: MessageID = .random()
     ) throws -> [UInt8] {

@@ -31,7 +31,7 @@ struct HostileInputTests {
         let key = h.bob.currentDeviceKey.privateKey.publicKey
         let keyID = key.keyID
         var context = try HPKE.SenderContext(
-            recipient: key,
+            recipient: X25519PublicKey(rawRepresentation: key.rawRepresentation),
             info: Array("e2ee-push/v1".utf8) + [0, 1, 0, 1] + keyID.bytes
         )
         let header = [UInt8(1), 0, 1] + keyID.bytes + context.encapsulatedKey
@@ -109,14 +109,14 @@ struct HostileInputTests {
             to: h.bob.currentDeviceKey.privateKey.publicKey,
             recipientKeyID: h.bob.currentDeviceKey.keyID,
             signingKey: h.mallory.signingKey,
-            ephemeral: .generate()
+            padding: APNsAlertTransport.padding
         ).apnsBody
         let relabelled = try PushPayload.sealUnchecked(
             forgedMessage,
             to: h.mallory.currentDeviceKey.privateKey.publicKey,
             recipientKeyID: h.bob.currentDeviceKey.keyID,
             signingKey: h.alice.signingKey,
-            ephemeral: .generate()
+            padding: APNsAlertTransport.padding
         ).apnsBody
         let textFields: [UInt8] = [1, 0x41, 1, 0x42, 0, 1, 0x43]
 

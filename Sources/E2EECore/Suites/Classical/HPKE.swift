@@ -1,5 +1,6 @@
-/// RFC 9180 Hybrid Public Key Encryption, for the one suite this package speaks:
-/// DHKEM(X25519, HKDF-SHA256) / HKDF-SHA256 / ChaCha20-Poly1305 (kem 0x0020, kdf 0x0001, aead 0x0003).
+/// RFC 9180 Hybrid Public Key Encryption on libsodium, for the classical suite (``CryptoSuite/classical``):
+/// DHKEM(X25519, HKDF-SHA256) / HKDF-SHA256 / ChaCha20-Poly1305 (kem 0x0020, kdf 0x0001, aead 0x0003). Its ids and
+/// `Nenc` are the suite's; other suites have primitives of their own (``SuitePrimitive``).
 ///
 /// Built only on libsodium primitives (X25519, HMAC-SHA256 for HKDF, ChaCha20-Poly1305-IETF). All four modes
 /// are supported (base, psk, auth, auth_psk), single-shot and through contexts, plus the secret export interface.
@@ -24,18 +25,18 @@ public enum HPKE: Sendable {
         }
     }
 
-    static let kemID: UInt16 = 0x0020
-    static let kdfID: UInt16 = 0x0001
-    static let aeadID: UInt16 = 0x0003
-    static let nk = 32
-    static let nn = 12
-    static let nh = 32
-    static let nenc = 32
+    /// The suite this implementation computes: its ids name the labeled KDF's suites and `Nenc` sizes `enc`.
+    static let suite = CryptoSuite.classical
+    /// ChaCha20-Poly1305's key and nonce lengths and HKDF-SHA256's output length (RFC 9180 7.2, 7.3).
+    static let nk = Primitives.chachaKeyLength
+    static let nn = Primitives.chachaNonceLength
+    static let nh = Primitives.hmacSHA256Length
 
     /// "KEM" || I2OSP(kem_id, 2)
-    static let kemSuiteID: [UInt8] = Array("KEM".utf8) + i2osp(kemID)
+    static let kemSuiteID: [UInt8] = Array("KEM".utf8) + i2osp(suite.kemID)
     /// "HPKE" || I2OSP(kem_id, 2) || I2OSP(kdf_id, 2) || I2OSP(aead_id, 2)
-    static let hpkeSuiteID: [UInt8] = Array("HPKE".utf8) + i2osp(kemID) + i2osp(kdfID) + i2osp(aeadID)
+    static let hpkeSuiteID: [UInt8] =
+        Array("HPKE".utf8) + i2osp(suite.kemID) + i2osp(suite.kdfID) + i2osp(suite.aeadID)
     private static let version: [UInt8] = Array("HPKE-v1".utf8)
 
     static func i2osp(_ value: UInt16) -> [UInt8] { [UInt8(value >> 8), UInt8(value & 0xff)] }
@@ -103,7 +104,7 @@ public enum HPKE: Sendable {
         recipient: X25519PrivateKey,
         senderPublicKey: X25519PublicKey?
     ) throws(E2EEError) -> SecureBytes {
-        guard enc.count == nenc else { throw E2EEError.openFailed() }
+        guard enc.count == suite.encapsulatedKeyLength else { throw E2EEError.openFailed() }
         var dh: [UInt8]
         do {
             dh = try Primitives.x25519(secret: recipient.secret, publicKey: enc).withUnsafeBytes { Array($0) }
