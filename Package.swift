@@ -4,7 +4,8 @@
 //
 // Layers (see README.md "Layout"):
 //   CSodium            system library: libsodium through pkg-config (the only C dependency of E2EECore)
-//   CLISupport         what the four executables share (the --version they print)
+//   CLISupport         what the four executables share: --version, main (SIGPIPE ignored), stdout/stderr writers,
+//                      the exit mapping helper (each executable keeps its own table), the --log-level argument
 //   Locking            a pthread-mutex lock that ThreadSanitizer models (used instead of Synchronization.Mutex)
 //   E2EECore           HPKE (RFC 9180) + Ed25519 on libsodium, wire format, padding, keys; file I/O through
 //                      swift-system, so it builds on Darwin as on Linux
@@ -84,6 +85,11 @@ let package = Package(
         ),
         .target(
             name: "CLISupport",
+            dependencies: [
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             swiftSettings: strictSettings
         ),
         .target(
@@ -267,6 +273,8 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
+                "E2EECore",
+                "Locking",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
             ],
@@ -332,6 +340,7 @@ let package = Package(
             dependencies: [
                 "TestSupport",
                 "Locking",
+                "NotificationFilter",
                 "Relay",
                 "RelayClient",
                 "Sender",

@@ -2,6 +2,7 @@ import APNsGateway
 import E2EECore
 import Foundation
 import Logging
+import NotificationFilter
 import Synchronization
 import TestSupport
 import Testing
@@ -159,19 +160,25 @@ struct RelayPostgresCrashTests {
                     let unique = Set(records.map(\.bodyBytes)).count
                     let identityPath = folder.file("\(device.deviceID).identity")
                     try device.save(path: identityPath)
-                    let run = try await ChildProcess.run(
-                        "e2ee-filter",
-                        [
-                            "run", "--identity", identityPath, "--contacts", contacts,
-                            "--state", folder.file("\(device.deviceID).filter.sqlite"),
-                        ],
-                        stdin: .bytes(Array(records.map { $0.jsonLine() + "\n" }.joined().utf8)),
-                        // The pushes were sealed at the test users' clock (1,800,000,000,000 ms).
-                        environment: ["E2EE_FILTER_NOW_MS": "1800000000000"]
+                    // The filter's builder, in process: the pushes were sealed at the test users' clock
+                    // (1,800,000,000,000 ms), which the filter is given (the executable has only the real clock).
+                    var options = FilterAppOptions(
+                        accounts: [.init(identity: identityPath, contacts: contacts)],
+                        statePath: folder.file("\(device.deviceID).filter.sqlite")
                     )
-                    #expect(run.status == 0, "e2ee-filter on \(device.deviceID): \(run.stderr.suffix(2000))")
+                    options.clock = .fixed(1_800_000_000_000)
+                    let filter = try FilterApp.build(
+                        options,
+                        logger: Logger(label: "filter") { _ in SwiftLogNoOpLogHandler() }
+                    )
+                    let outcome = try await filter.engine.process(
+                        records.enumerated().map {
+                            PayloadInput.parse(line: Array($1.jsonLine().utf8), defaultSeq: Int64($0 + 1))
+                        },
+                        deduplicateBySeq: false
+                    )
                     var reasons: [String: Int] = [:]
-                    for line in run.stdoutText.split(separator: "\n") {
+                    for line in outcome.lines {
                         let decision = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
                         reasons["\(decision?["decision"] ?? "-")/\(decision?["reason"] ?? "-")", default: 0] += 1
                     }

@@ -58,14 +58,14 @@ let engine: FilterEngine = {
     let reporter = CallKitReporter(
         configuration: .init(),
         sink: InMemoryCallEventSink(),
-        now: { 1_790_000_001_000 },
+        clock: .fixed(1_790_000_001_000),
         logger: logger
     )
     return try! FilterEngine(
         store: store,
         accounts: [FilterAccount(identity: bob, contacts: ContactBook([try alice.card(nowMs: hourBefore)]))],
         reporter: reporter,
-        now: { 1_790_000_001_000 },
+        clock: .fixed(1_790_000_001_000),
         logger: logger
     )
 }()

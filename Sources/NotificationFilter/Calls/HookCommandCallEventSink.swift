@@ -34,15 +34,15 @@ public final class HookCommandCallEventSink: CallEventSink {
     ///   - timeout: How long a hook may run before it is killed. Default 10 s.
     ///   - maximumConcurrent: How many hooks may run at once. Default 8.
     ///   - logger: Where spawn failures, non-zero exits and timeouts are logged.
-    /// - Throws: ``CallSinkError`` `.invalidHookCommand` for an empty command.
+    /// - Throws: ``FilterError`` `.invalidHookCommand` for an empty command.
     public init(
         arguments: [String],
         timeout: Duration = .seconds(10),
         maximumConcurrent: Int = 8,
         logger: Logger
-    ) throws(CallSinkError) {
+    ) throws(FilterError) {
         guard let program = arguments.first, !program.isEmpty else {
-            throw CallSinkError(code: .invalidHookCommand, message: "the call hook command is empty; name a program")
+            throw FilterError(code: .invalidHookCommand, message: "the call hook command is empty; name a program")
         }
         self.arguments = arguments
         self.timeout = timeout
@@ -56,10 +56,10 @@ public final class HookCommandCallEventSink: CallEventSink {
     ///   - command: The shell command line, for example `cat >> /var/log/calls.jsonl`.
     ///   - timeout: How long a hook may run before it is killed. Default 10 s.
     ///   - logger: Where spawn failures, non-zero exits and timeouts are logged.
-    /// - Throws: ``CallSinkError`` `.invalidHookCommand` for an empty command.
-    public convenience init(command: String, timeout: Duration = .seconds(10), logger: Logger) throws(CallSinkError) {
+    /// - Throws: ``FilterError`` `.invalidHookCommand` for an empty command.
+    public convenience init(command: String, timeout: Duration = .seconds(10), logger: Logger) throws(FilterError) {
         guard !command.allSatisfy(\.isWhitespace) else {
-            throw CallSinkError(code: .invalidHookCommand, message: "the call hook command is empty; name a command")
+            throw FilterError(code: .invalidHookCommand, message: "the call hook command is empty; name a command")
         }
         try self.init(arguments: ["/bin/sh", "-c", command], timeout: timeout, logger: logger)
     }

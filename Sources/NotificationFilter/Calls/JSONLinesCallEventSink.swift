@@ -42,11 +42,11 @@ public final class JSONLinesCallEventSink: CallEventSink {
     /// - Parameters:
     ///   - path: The events file.
     ///   - logger: Where write failures are logged.
-    /// - Throws: ``CallSinkError`` when the file cannot be opened.
-    public init(path: String, logger: Logger) throws(CallSinkError) {
+    /// - Throws: ``FilterError`` when the file cannot be opened.
+    public init(path: String, logger: Logger) throws(FilterError) {
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw CallSinkError(
+            throw FilterError(
                 code: .cannotOpen,
                 message:
                     "cannot open call events file \(path) (errno \(errno)); check the directory exists and is writable"
@@ -86,33 +86,4 @@ func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
         offset += written
     }
     return 0
-}
-
-/// Why a call event sink could not be set up. Equality is on ``code`` only.
-public struct CallSinkError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The failure, as a stable, extensible value.
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-
-        /// The events file could not be opened.
-        public static let cannotOpen = Self(rawValue: "cannotOpen")
-        /// The hook command is empty.
-        public static let invalidHookCommand = Self(rawValue: "invalidHookCommand")
-
-        public var description: String { rawValue }
-    }
-
-    public let code: Code
-    /// What was wrong and what to do about it.
-    public let message: String
-
-    public init(code: Code, message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var description: String { "CallSinkError.\(code): \(message)" }
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

@@ -83,7 +83,7 @@ public final class FilterDaemon: Service, Sendable {
 
     public func run() async throws {
         let output =
-            try self.configuration.decisionsPath.map { path throws(FilterDaemonError) in try LineWriter.open(path: path)
+            try self.configuration.decisionsPath.map { path throws(FilterError) in try LineWriter.open(path: path)
             } ?? LineWriter.standardOutput
         let spoolPath: String?
         let source: LineSource
@@ -96,7 +96,7 @@ public final class FilterDaemon: Service, Sendable {
             spoolPath = path
             let fd = open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else {
-                throw FilterDaemonError(
+                throw FilterError(
                     "cannot open the spool \(path): \(String(cString: strerror(errno))); check the path"
                 )
             }
@@ -153,7 +153,7 @@ public final class FilterDaemon: Service, Sendable {
         let firstSeq = startSeq
         let inputCount = try await cancelWhenGracefulShutdown {
             var sincePrune = 0
-            var lastPruneMs = self.engine.now()
+            var lastPruneMs = self.engine.clock.nowMs
             var writtenThrough: Int64? = nil
             // Two stages: the next batches are read, parsed and opened (decrypted and verified, the expensive half)
             // while this one is decided and committed, so both cores work. Lines are read in order, one batch
@@ -214,7 +214,7 @@ public final class FilterDaemon: Service, Sendable {
                 try output.write(outcome.lines)
                 if let last = outcome.decisions.last?.seq { writtenThrough = max(writtenThrough ?? last, last) }
                 sincePrune += opened.inputs.count
-                let nowMs = self.engine.now()
+                let nowMs = self.engine.clock.nowMs
                 if sincePrune >= self.configuration.pruneEveryPayloads
                     || nowMs - lastPruneMs >= self.configuration.pruneIntervalMs
                 {
