@@ -6,13 +6,16 @@
 //   CSodium            system library: libsodium through pkg-config (the only C dependency of E2EECore)
 //   CLISupport         what the four executables share: --version, main (SIGPIPE ignored), stdout/stderr writers,
 //                      the exit mapping helper (each executable keeps its own table), the --log-level argument
+//   APNsCommandLine    the APNs provider's option group (--apns-key-file, --apns-environment...), for the tools that
+//                      deliver to APNs (e2ee-send, e2ee-relay) and only those
 //   Locking            a pthread-mutex lock that ThreadSanitizer models (used instead of Synchronization.Mutex)
 //   E2EECore           HPKE (RFC 9180) + Ed25519 on libsodium, wire format, padding, keys; file I/O through
 //                      swift-system, so it builds on Darwin as on Linux
 //   PushTransport      how a push service carries an envelope: APNsAlertTransport (the APNs JSON body, 4,096-byte
 //                      limit), shared by senders, the relay and the device side (no HTTP/TLS stack)
 //                      and PushLine, a push as one JSON line (request lines, spool records, kept payloads)
-//   Sender             building uniform APNs requests, the APNs HTTP/2 provider, token auth (re-exports PushTransport)
+//   Sender             building uniform APNs requests, the APNs HTTP/2 provider, token auth (re-exports PushTransport),
+//                      sending through a relay, creating devices
 //   LoopbackPKI        a throwaway CA and server certificate for TLS on loopback (the gateway, a self-signed relay)
 //   APNsGateway        a local APNs-compatible HTTP/2 + TLS server (tests, demo)
 //   NotificationFilter the device side: decisions, call reporter, durable state (no HTTP/TLS stack)
@@ -119,17 +122,26 @@ let package = Package(
         .target(
             name: "Sender",
             dependencies: [
+                "Locking",
                 "E2EECore",
                 "PushTransport",
+                "RelayClient",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "APNsCommandLine",
+            dependencies: [
+                "Sender",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
         ),
@@ -220,6 +232,7 @@ let package = Package(
         .executableTarget(
             name: "e2ee-send",
             dependencies: [
+                "APNsCommandLine",
                 "CLISupport",
                 "Sender",
                 "E2EECore",
@@ -321,6 +334,7 @@ let package = Package(
                 "Locking",
                 "TestSupport",
                 "Sender",
+                "RelayClient",
                 "E2EECore",
                 "PushTransport",
                 "APNsGateway",
