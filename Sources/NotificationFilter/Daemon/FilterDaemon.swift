@@ -1,12 +1,8 @@
 public import E2EECore
 public import Logging
 public import ServiceLifecycle
+import SystemPackage
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -94,18 +90,18 @@ public final class FilterDaemon: Service, Sendable {
             source = LineSource(fd: 0, startOffset: 0, follow: false, maximumLineLength: PayloadInput.maximumLineLength)
         case .spool(let path):
             spoolPath = path
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else {
-                throw FilterError(
-                    "cannot open the spool \(path): \(String(cString: strerror(errno))); check the path"
-                )
+            let fd: FileDescriptor
+            do {
+                fd = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec])
+            } catch {
+                throw FilterError("cannot open the spool \(path): \(error); check the path")
             }
             let progress = try self.engine.store.transaction { tx in try tx.spoolProgress(path: path) }
             let offset = progress?.byteOffset ?? 0
             startSeq = progress?.lastSeq ?? 0
-            lseek(fd, off_t(offset), SEEK_SET)
+            _ = try? fd.seek(offset: offset, from: .start)
             source = LineSource(
-                fd: fd,
+                fd: fd.rawValue,
                 startOffset: offset,
                 follow: !self.configuration.exitAtEndOfInput,
                 maximumLineLength: PayloadInput.maximumLineLength

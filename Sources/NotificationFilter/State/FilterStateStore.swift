@@ -1,12 +1,7 @@
 import E2EECore
 import Locking
 public import Logging
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemPackage
 
 /// The filter's durable state: one SQLite file, changed only in whole transactions.
 ///
@@ -90,8 +85,7 @@ public final class FilterStateStore: Sendable {
     /// ``SecretFile/checkPrivate(path:contents:)``); creates it empty with mode 0600 if it is missing and
     /// `create` is true.
     private static func requirePrivate(path: String, create: Bool) throws(FilterError) {
-        var info = stat()
-        if stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
+        if let info = try? Stat(FilePath(path)), info.type == .directory {
             throw FilterError(
                 code: .sqlite,
                 message: "the state file \(path) is a folder: give --state the path of a file in it (e.g. "
@@ -105,22 +99,27 @@ public final class FilterStateStore: Sendable {
             throw FilterError(code: .insecureFile, message: error.message)
         }
         guard !exists, create else { return }
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        if fd < 0 && errno == EEXIST {
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(
+                FilePath(path),
+                .writeOnly,
+                options: [.create, .exclusiveCreate, .closeOnExec, .noFollow],
+                permissions: [.ownerReadWrite]
+            )
+        } catch let error as Errno where error == .fileExists {
             // Created by someone else in between: check that one instead.
             try requirePrivate(path: path, create: false)
             return
-        }
-        guard fd >= 0 else {
+        } catch {
             throw FilterError(
                 code: .sqlite,
-                message: "cannot create the state file \(path): \(String(cString: strerror(errno))); "
-                    + "check that its folder exists and is writable"
+                message: "cannot create the state file \(path): \(error); check that its folder exists and is writable"
             )
         }
-        // The umask can only remove bits; fchmod makes sure nothing else is set either.
-        let ok = fchmod(fd, 0o600) == 0
-        close(fd)
+        // The umask can only remove bits; setting them makes sure nothing else is set either.
+        let ok = Platform.setPermissions(fd, [.ownerReadWrite])
+        try? fd.close()
         guard ok else {
             throw FilterError(
                 code: .insecureFile,
