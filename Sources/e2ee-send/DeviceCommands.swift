@@ -30,23 +30,15 @@ struct DeviceRequestCommand: AsyncParsableCommand {
     )
     @Option(name: .long, help: "The user id of the user this device belongs to.") var userID: String
     @Option(name: .long, help: "This device's id (1-32 of a-z 0-9 - _ .), unique for the user.") var deviceID: String
-    @Option(name: .long, help: "The name others see.") var displayName: String?
-    @Option(name: .long, help: "This device's APNs token (hex), published when it is signed in.") var deviceToken:
-        String?
-    @OptionGroup var topic: CardTopicOption
     @Option(name: .long, help: "Where to write the identity and the request.") var outDir: String
-    @Option(name: .long, help: "Lock the identity with the passphrase in this file.") var passphraseFile: String?
-    @Flag(name: .long, help: "Overwrite an existing identity.") var force = false
+    @OptionGroup var device: NewDeviceOptions
 
     func run() async throws {
         try await runCLI {
-            var options = DeviceSetup.Options(userID: self.userID, deviceID: self.deviceID, folder: self.outDir)
-            options.displayName = self.displayName
-            options.force = self.force
-            options.deviceToken = self.deviceToken
-            options.topic = self.topic.value
-            options.passphraseFile = self.passphraseFile
-            let created = try DeviceSetup.createDevice(options, nowMs: WallClock.system.unsignedMs)
+            let created = try DeviceSetup.createDevice(
+                self.device.setup(userID: self.userID, deviceID: self.deviceID, folder: self.outDir),
+                nowMs: WallClock.system.unsignedMs
+            )
             note(
                 "wrote \(created.identityPath) (secret, mode 0600) and \(created.publicPath) (public): sign it in on the "
                     + "managing device with e2ee-send device add --request \(created.publicPath)"

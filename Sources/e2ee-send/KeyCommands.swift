@@ -17,22 +17,15 @@ struct Keygen: AsyncParsableCommand {
     @Option(name: .long, help: "The user id (1-64 bytes).") var userID: String
     @Option(name: .long, help: "This device's id (1-32 of a-z 0-9 - _ .).") var deviceID: String =
         Identity.defaultDeviceID
-    @Option(name: .long, help: "The name others see.") var displayName: String?
     @Option(name: .long, help: "Where to write <user id>.identity and <user id>.card.json.") var outDir: String
-    @Option(name: .long, help: "This device's APNs token (hex), published in the card.") var deviceToken: String?
-    @OptionGroup var topic: CardTopicOption
-    @Option(name: .long, help: "Lock the identity with the passphrase in this file.") var passphraseFile: String?
-    @Flag(name: .long, help: "Overwrite an existing identity.") var force = false
+    @OptionGroup var device: NewDeviceOptions
 
     func run() async throws {
         try await runCLI {
-            var options = DeviceSetup.Options(userID: self.userID, deviceID: self.deviceID, folder: self.outDir)
-            options.displayName = self.displayName
-            options.force = self.force
-            options.deviceToken = self.deviceToken
-            options.topic = self.topic.value
-            options.passphraseFile = self.passphraseFile
-            let created = try DeviceSetup.createUser(options, nowMs: WallClock.system.unsignedMs)
+            let created = try DeviceSetup.createUser(
+                self.device.setup(userID: self.userID, deviceID: self.deviceID, folder: self.outDir),
+                nowMs: WallClock.system.unsignedMs
+            )
             note("wrote \(created.identityPath) (secret, mode 0600) and \(created.publicPath) (public)")
             if let list = created.list {
                 note(
@@ -41,6 +34,26 @@ struct Keygen: AsyncParsableCommand {
             }
             try printLine(created.publicPath)
         }
+    }
+}
+
+/// What `keygen` and `device request` create a device with, besides its user id, device id and folder.
+struct NewDeviceOptions: ParsableArguments {
+    @Option(name: .long, help: "The name others see.") var displayName: String?
+    @Option(name: .long, help: "This device's APNs token (hex), published in its card (or request).") var deviceToken:
+        String?
+    @OptionGroup var topic: CardTopicOption
+    @Option(name: .long, help: "Lock the identity with the passphrase in this file.") var passphraseFile: String?
+    @Flag(name: .long, help: "Overwrite an existing identity.") var force = false
+
+    func setup(userID: String, deviceID: String, folder: String) -> DeviceSetup.Options {
+        var options = DeviceSetup.Options(userID: userID, deviceID: deviceID, folder: folder)
+        options.displayName = self.displayName
+        options.force = self.force
+        options.deviceToken = self.deviceToken
+        options.topic = self.topic.value
+        options.passphraseFile = self.passphraseFile
+        return options
     }
 }
 

@@ -50,21 +50,10 @@ public enum DeviceSetup: Sendable {
     ///   `.cannotCreate` for a folder or card that cannot be written, E2EECore's codes for an identity that
     ///   cannot be saved.
     public static func createUser(_ options: Options, nowMs: UInt64) throws(SenderError) -> Created {
-        let identityPath = try self.identityPath(options)
-        let push = try DeviceFiles.push(token: options.deviceToken, topic: options.topic)
-        let passphrase = try DeviceFiles.passphrase(file: options.passphraseFile)
-        let identity = try self.generate(options, withUserKey: true, nowMs: nowMs)
-        let list: DeviceList
-        do throws(E2EEError) {
-            list = try DeviceList.create(for: identity, push: push, nowMs: nowMs)
-        } catch {
-            throw SenderError(error, context: "e2ee-send")
+        try self.create(options, withUserKey: true, nowMs: nowMs) { identity, push throws(E2EEError) in
+            let list = try DeviceList.create(for: identity, push: push, nowMs: nowMs)
+            return (list.jsonData(), options.userID + ".card.json", list)
         }
-        try DeviceFiles.createFolder(options.folder)
-        try self.save(identity, to: identityPath, passphrase: passphrase)
-        let cardPath = options.folder + "/" + options.userID + ".card.json"
-        try DeviceFiles.writePublic(list.jsonData(), to: cardPath)
-        return Created(identity: identity, identityPath: identityPath, publicPath: cardPath, list: list)
     }
 
     /// Another device of an existing user: an identity without the user key and a request to sign it in
@@ -73,21 +62,34 @@ public enum DeviceSetup: Sendable {
     ///
     /// - Throws: as ``createUser(_:nowMs:)``.
     public static func createDevice(_ options: Options, nowMs: UInt64) throws(SenderError) -> Created {
+        try self.create(options, withUserKey: false, nowMs: nowMs) { identity, push throws(E2EEError) in
+            let request = try DeviceRequest.make(for: identity, push: push, nowMs: nowMs)
+            return (request.jsonData(), "\(options.userID).\(options.deviceID).request.json", nil)
+        }
+    }
+
+    /// Checks, generates, then writes: the folder, the identity, and the public file `publicFile` makes.
+    private static func create(
+        _ options: Options,
+        withUserKey: Bool,
+        nowMs: UInt64,
+        publicFile: (Identity, DeviceList.Push?) throws(E2EEError) -> (bytes: [UInt8], name: String, list: DeviceList?)
+    ) throws(SenderError) -> Created {
         let identityPath = try self.identityPath(options)
         let push = try DeviceFiles.push(token: options.deviceToken, topic: options.topic)
         let passphrase = try DeviceFiles.passphrase(file: options.passphraseFile)
-        let identity = try self.generate(options, withUserKey: false, nowMs: nowMs)
-        let request: DeviceRequest
+        let identity = try self.generate(options, withUserKey: withUserKey, nowMs: nowMs)
+        let file: (bytes: [UInt8], name: String, list: DeviceList?)
         do throws(E2EEError) {
-            request = try DeviceRequest.make(for: identity, push: push, nowMs: nowMs)
+            file = try publicFile(identity, push)
         } catch {
             throw SenderError(error, context: "e2ee-send")
         }
         try DeviceFiles.createFolder(options.folder)
         try self.save(identity, to: identityPath, passphrase: passphrase)
-        let requestPath = options.folder + "/\(options.userID).\(options.deviceID).request.json"
-        try DeviceFiles.writePublic(request.jsonData(), to: requestPath)
-        return Created(identity: identity, identityPath: identityPath, publicPath: requestPath, list: nil)
+        let path = options.folder + "/" + file.name
+        try DeviceFiles.writePublic(file.bytes, to: path)
+        return Created(identity: identity, identityPath: identityPath, publicPath: path, list: file.list)
     }
 
     private static func identityPath(_ options: Options) throws(SenderError) -> String {
