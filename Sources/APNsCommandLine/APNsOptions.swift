@@ -22,7 +22,10 @@ public struct APNsOptions: ParsableArguments, Sendable {
 
     @Option(
         name: .long,
-        help: "Apple's APNs environment (ignored with --apns-url); a server delivering to both repeats it."
+        help: """
+            Apple's APNs environment the device tokens belong to: development (e2ee-send's default) or production; \
+            ignored with --apns-url. A server delivering to both gives it twice.
+            """
     )
     public var apnsEnvironment: [APNsEnvironment] = []
 
