@@ -311,7 +311,7 @@ public struct DeviceList: Sendable, Hashable {
     }
 
     static func checkPush(_ push: Push, device: String) throws(E2EEError) {
-        guard DeviceToken.problem(push.deviceToken) == nil else {
+        guard let token = Hex.decode(push.deviceToken), (32...100).contains(token.count) else {
             throw E2EEError(
                 .keyFile,
                 "device \"\(device)\": push.device_token must be 64-200 hex digits (an even number)"
