@@ -171,14 +171,17 @@ struct RelayPostgresCrashTests {
                         options,
                         logger: Logger(label: "filter") { _ in SwiftLogNoOpLogHandler() }
                     )
-                    let outcome = try await filter.engine.process(
-                        records.enumerated().map {
-                            PayloadInput.parse(line: Array($1.jsonLine().utf8), defaultSeq: Int64($0 + 1))
-                        },
-                        deduplicateBySeq: false
-                    )
+                    // In batches, as `run` decides a stream: one batch never holds the test process's threads long.
+                    let inputs = records.enumerated().map {
+                        PayloadInput.parse(line: Array($1.jsonLine().utf8), defaultSeq: Int64($0 + 1))
+                    }
+                    var lines: [String] = []
+                    for start in stride(from: 0, to: inputs.count, by: 64) {
+                        let batch = Array(inputs[start..<min(start + 64, inputs.count)])
+                        lines += try await filter.engine.process(batch, deduplicateBySeq: false).lines
+                    }
                     var reasons: [String: Int] = [:]
-                    for line in outcome.lines {
+                    for line in lines {
                         let decision = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
                         reasons["\(decision?["decision"] ?? "-")/\(decision?["reason"] ?? "-")", default: 0] += 1
                     }
