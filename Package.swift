@@ -4,14 +4,18 @@
 //
 // Layers (see README.md "Layout"):
 //   CSodium            system library: libsodium through pkg-config (the only C dependency of E2EECore)
-//   CLISupport         what the four executables share (the --version they print)
+//   CLISupport         what the four executables share: --version, main (SIGPIPE ignored), stdout/stderr writers,
+//                      the exit mapping helper (each executable keeps its own table), the --log-level argument
+//   APNsCommandLine    the APNs provider's option group (--apns-key-file, --apns-environment...), for the tools that
+//                      deliver to APNs (e2ee-send, e2ee-relay) and only those
 //   Locking            a pthread-mutex lock that ThreadSanitizer models (used instead of Synchronization.Mutex)
 //   E2EECore           HPKE (RFC 9180) + Ed25519 on libsodium, wire format, padding, keys; the X-Wing suite on
 //                      swift-crypto's HPKE; file I/O through swift-system, so it builds on Darwin as on Linux
 //   PushTransport      how a push service carries an envelope: APNsAlertTransport (the APNs JSON body, 4,096-byte
 //                      limit), shared by senders, the relay and the device side (no HTTP/TLS stack)
 //                      and PushLine, a push as one JSON line (request lines, spool records, kept payloads)
-//   Sender             building uniform APNs requests, the APNs HTTP/2 provider, token auth (re-exports PushTransport)
+//   Sender             building uniform APNs requests, the APNs HTTP/2 provider, token auth (re-exports PushTransport),
+//                      sending through a relay, creating devices
 //   LoopbackPKI        a throwaway CA and server certificate for TLS on loopback (the gateway, a self-signed relay)
 //   ConnectionGuard    connections: socket deadlines and a cap for the two servers (the gateway, the relay), and
 //                      how a client's failed connection is told apart (not connected, untrusted, no answer)
@@ -87,6 +91,11 @@ let package = Package(
         ),
         .target(
             name: "CLISupport",
+            dependencies: [
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             swiftSettings: strictSettings
         ),
         .target(
@@ -117,18 +126,27 @@ let package = Package(
         .target(
             name: "Sender",
             dependencies: [
+                "Locking",
                 "E2EECore",
                 "ConnectionGuard",
                 "PushTransport",
+                "RelayClient",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "APNsCommandLine",
+            dependencies: [
+                "Sender",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
         ),
@@ -236,6 +254,7 @@ let package = Package(
         .executableTarget(
             name: "e2ee-send",
             dependencies: [
+                "APNsCommandLine",
                 "CLISupport",
                 "Sender",
                 "E2EECore",
@@ -291,6 +310,8 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
+                "E2EECore",
+                "Locking",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "InMemoryLogging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -343,6 +364,7 @@ let package = Package(
                 "Locking",
                 "TestSupport",
                 "Sender",
+                "RelayClient",
                 "E2EECore",
                 "PushTransport",
                 "APNsGateway",
@@ -364,6 +386,7 @@ let package = Package(
                 "LoopbackPKI",
                 "TestSupport",
                 "Locking",
+                "NotificationFilter",
                 "Relay",
                 "RelayClient",
                 "Sender",

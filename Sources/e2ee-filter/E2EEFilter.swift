@@ -10,9 +10,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// `e2ee-filter`: the device side. Decrypts payloads, decides what each becomes, hands live calls to the call
 /// reporter; `answer` / `decline` act on a ringing call. Exit codes: 0 ok (also after SIGTERM); 64 usage; 65 answer
@@ -32,6 +29,10 @@ struct E2EEFilter: AsyncParsableCommand {
         version: ToolVersion.current,
         subcommands: [Run.self, Once.self, Answer.self, Decline.self]
     )
+
+    static func main() async {
+        await self.runAsTool()
+    }
 
     /// The exit codes every subcommand shares (answer and decline add 65 and 69), for `--help`.
     static let exitCodes = """
@@ -99,23 +100,11 @@ struct AccountFlags: ParsableArguments {
     func options() throws -> FilterAppOptions {
         var accounts: [FilterAppOptions.Account]
         if let config = self.config {
-            guard let data = FileManager.default.contents(atPath: config) else {
-                throw ExitFailure(66, "cannot read --config \(config): check the path")
-            }
-            struct File: Decodable { var accounts: [FilterAppOptions.Account] }
-            do {
-                accounts = try JSONDecoder().decode(File.self, from: data).accounts
-            } catch {
-                throw ExitFailure(
-                    64,
-                    "--config \(config) is not {\"accounts\":[{\"identity\":...,\"contacts\":...}]}: "
-                        + Self.describe(error)
-                )
-            }
+            accounts = try FilterAppOptions.Account.load(configFile: config)
         } else {
             let identity = self.identity ?? ProcessInfo.processInfo.environment["E2EE_IDENTITY_FILE"]!
             guard let contacts = self.contacts else {
-                throw ExitFailure(64, "--contacts DIR is required with --identity")
+                throw ToolExit(64, "--contacts DIR is required with --identity")
             }
             accounts = [
                 .init(
@@ -132,113 +121,44 @@ struct AccountFlags: ParsableArguments {
         options.policy.clockSkewMs = self.clockSkewMs
         guard self.replayRetentionHours.isFinite, self.replayRetentionHours >= 0.001, self.replayRetentionHours <= 8_760
         else {
-            throw ExitFailure(
+            throw ToolExit(
                 64,
                 "--replay-retention-hours \(self.replayRetentionHours) is out of range: give 0.001 (3.6 s) to 8760 (a year)"
             )
         }
         options.policy.replayRetentionMs = Int64((self.replayRetentionHours * 3_600_000).rounded())
-        #if DEBUG
-        // A test hook: a fixed clock. It exists only in debug builds (the shipped, release binary always uses the
-        // real clock) and says so on stderr whenever it is used.
-        if let value = ProcessInfo.processInfo.environment["E2EE_FILTER_NOW_MS"] {
-            if let fixed = Int64(value) {
-                writeStderr(
-                    Data(
-                        ("e2ee-filter: warning: E2EE_FILTER_NOW_MS=\(fixed) replaces the clock "
-                            + "(debug builds only, for tests)\n").utf8
-                    )
-                )
-                options.now = { fixed }
-            } else {
-                writeStderr(
-                    Data("e2ee-filter: warning: E2EE_FILTER_NOW_MS is not an integer; the real clock is used\n".utf8)
-                )
-            }
-        }
-        #endif
         return options
     }
 
-    /// What is wrong with a `--config` file, for people (never a Swift type dump).
-    static func describe(_ error: any Error) -> String {
-        func path(_ keys: [any CodingKey]) -> String {
-            keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
-        }
-        switch error as? DecodingError {
-        case .keyNotFound(let key, let context)?:
-            return
-                "\"\(key.stringValue)\" is missing at \(path(context.codingPath).isEmpty ? "the top" : path(context.codingPath))"
-        case .typeMismatch(_, let context)?, .valueNotFound(_, let context)?:
-            return "\(path(context.codingPath)) has the wrong type (\(context.debugDescription))"
-        case .dataCorrupted(let context)?:
-            return "it is not valid JSON (\(context.debugDescription))"
-        default:
-            return "it cannot be read as JSON"
-        }
-    }
-
     func logger() -> Logger {
-        var logger = Logger(label: "e2ee-filter") { label in StreamLogHandler.standardError(label: label) }
-        logger.logLevel = self.verbose ? .debug : .warning
-        return logger
+        .standardError(label: "e2ee-filter", level: self.verbose ? .debug : .warning)
     }
 }
 
-/// An error that ends the process with a given status and a message on stderr.
-struct ExitFailure: Error, CustomStringConvertible {
-    let status: Int32
-    let message: String
-    init(_ status: Int32, _ message: String) {
-        self.status = status
-        self.message = message
+/// The exit status of each error (the one table; exit codes are the tool's API, not the library's).
+enum FilterExit {
+    static let mapping = ExitMapping(tool: "e2ee-filter") { error in
+        switch error {
+        case let error as E2EEError:
+            // Any code from loading keys or cards other than these means a key file that cannot be used.
+            return ToolExit(error.code == .insecureFile || error.code == .locked ? 77 : 66, error.message)
+        case let error as FilterError:
+            // The message says which file and what to do; the code, SQLite's result code and the source line are
+            // for logs (--verbose), not for people.
+            return ToolExit(Self.status(error.code), error.message)
+        default:
+            return nil
+        }
     }
-    var description: String { self.message }
-}
 
-func runMapped(_ body: () async throws -> Void) async throws {
-    do {
-        try await body()
-    } catch let failure as ExitFailure {
-        writeStderr(Data("e2ee-filter: error: \(failure.message)\n".utf8))
-        throw ExitCode(failure.status)
-    } catch let error as E2EEError {
-        writeStderr(Data("e2ee-filter: error: \(error.message)\n".utf8))
-        let status: Int32 =
-            switch error.code {
-            case .insecureFile, .locked: 77
-            // Any other code from loading keys or cards means a key file that cannot be used.
-            default: 66
-            }
-        throw ExitCode(status)
-    } catch let error as FilterDaemonError {
-        writeStderr(Data("e2ee-filter: error: \(error.message)\n".utf8))
-        throw ExitCode(66)
-    } catch let error as FilterStateError {
-        // The message says which file and what to do; the code, SQLite's result code and the source line are for
-        // logs (--verbose), not for people.
-        writeStderr(Data("e2ee-filter: error: \(error.message)\n".utf8))
-        throw ExitCode(70)
-    } catch let error as CallSinkError {
-        writeStderr(Data("e2ee-filter: error: \(error.message)\n".utf8))
-        throw ExitCode(error.code == .invalidHookCommand ? 64 : 66)
-    } catch let error as CallActionError {
-        writeStderr(Data("e2ee-filter: error: \(error.message)\n".utf8))
-        let status: Int32 =
-            switch error.code {
-            case .unknownCallUUID: 65
-            case .invalidAction: 69
-            default: 64
-            }
-        throw ExitCode(status)
-    } catch let exit as ExitCode {
-        throw exit
-    } catch {
-        // Nothing else is expected here; still exit with a documented status, never ArgumentParser's 1.
-        writeStderr(
-            Data("e2ee-filter: error: unexpected failure (please report it): \(error)\n".utf8)
-        )
-        throw ExitCode(70)
+    static func status(_ code: FilterError.Code) -> Int32 {
+        switch code {
+        case .unknownCallUUID: 65
+        case .invalidAction: 69
+        case .unknownAccount, .invalidHookCommand, .configInvalid: 64
+        case .unusableFile, .cannotOpen, .configUnreadable: 66
+        default: 70  // the state file cannot be used, or another internal failure
+        }
     }
 }
 
@@ -269,12 +189,8 @@ struct Run: AsyncParsableCommand {
     var deviceToken: String?
 
     func validate() throws {
-        if let token = self.deviceToken,
-            token.isEmpty || token.count % 2 != 0 || !token.allSatisfy(\.isHexDigit)
-        {
-            throw ValidationError(
-                "--device-token \(token) is not a device token: give this device's token as hex digits (an even number)"
-            )
+        if let token = self.deviceToken, let problem = DeviceToken.problem(token) {
+            throw ValidationError("--device-token \(token) is not a device token: \(problem)")
         }
         if let hook = self.hook, hook.allSatisfy(\.isWhitespace) {
             throw ValidationError(
@@ -285,9 +201,7 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
-        // A reader that goes away must not kill the daemon mid-batch: writes then fail with EPIPE instead.
-        signal(SIGPIPE, SIG_IGN)
-        try await runMapped {
+        try await FilterExit.mapping.run {
             var options = try self.account.options()
             options.input = self.spool.map { .spool(path: $0) } ?? .standardInput
             options.exitAtEndOfInput = self.exitAtEnd || self.spool == nil
@@ -307,8 +221,8 @@ struct Run: AsyncParsableCommand {
             try await group.run()
             let violations = await parts.reporter.violations
             if violations > 0 {
-                writeStderr(Data("e2ee-filter: \(violations) call handoffs were not reported\n".utf8))
-                throw ExitFailure(70, "call handoff rule violated")
+                StandardError.writeLine("e2ee-filter: \(violations) call handoffs were not reported")
+                throw ToolExit(70, "call handoff rule violated")
             }
         }
     }
@@ -329,36 +243,23 @@ struct Once: AsyncParsableCommand {
     var payload: String?
 
     func run() async throws {
-        try await runMapped {
-            let options = try self.account.options()
-            let bytes: [UInt8]
+        try await FilterExit.mapping.run {
+            let payload: [UInt8]
             if let path = self.payload {
                 guard let data = FileManager.default.contents(atPath: path) else {
-                    throw ExitFailure(66, "cannot read --payload \(path)")
+                    throw ToolExit(66, "cannot read --payload \(path)")
                 }
-                bytes = Array(data)
+                payload = Array(data)
             } else {
-                bytes = readStandardInput()
+                payload = StandardInput.readAll()
             }
-            let line = Array(bytes.reversed().drop(while: { $0 == 0x0A || $0 == 0x0D }).reversed())
-            let parts = try FilterApp.build(options, logger: self.account.logger())
-            // Payloads a locked `run` kept are decided (and logged) before this newer one, which would otherwise
-            // wait behind them.
-            let locked = await parts.engine.isLocked
-            if !locked, await parts.engine.hasKeptPayloads {
-                _ = try await parts.engine.decideKept()
-            }
-            let outcome = try await parts.engine.process(
-                [PayloadInput.parse(line: line, defaultSeq: 1)],
-                deduplicateBySeq: false
+            let lines = try await FilterApp.once(
+                payload,
+                options: self.account.options(),
+                logger: self.account.logger()
             )
-            for line in outcome.lines { print(line) }
-            if outcome.decisions.isEmpty && outcome.keptWhileLocked > 0 {
-                // Keys are locked: the payload is kept for `run` to decide after unlock; show the generic alert.
-                var decision = FilterDecision(seq: 1, apnsID: nil, decision: .fallback, reason: .locked)
-                decision.alert = FilterDecision.fallbackAlert
-                print(decision.jsonLine())
-            }
+            // A reader that went away loses the line, not the decision: it is in the state file.
+            for line in lines { try? StandardOutput.writeLine(line) }
         }
     }
 }
@@ -393,8 +294,7 @@ extension CallActionCommand {
     }
 
     func run() async throws {
-        signal(SIGPIPE, SIG_IGN)
-        try await runMapped {
+        try await FilterExit.mapping.run {
             let options = try self.account.options()
             let parts = try FilterApp.build(options, logger: self.account.logger())
             let outcome = try await parts.engine.perform(
@@ -402,7 +302,7 @@ extension CallActionCommand {
                 callID: UUID(uuidString: self.callID)!,
                 account: self.accountName
             )
-            for line in outcome.requestLines { print(line) }
+            for line in outcome.requestLines { try? StandardOutput.writeLine(line) }
         }
     }
 }
@@ -432,22 +332,6 @@ struct Decline: CallActionCommand {
     @OptionGroup var account: AccountFlags
     @Option(name: .long, help: "The ringing call's id (a UUID).") var callID: String
     @Option(name: .customLong("account"), help: "The account, when --config serves several.") var accountName: String?
-}
-
-func writeStderr(_ bytes: Data) {
-    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-}
-
-func readStandardInput() -> [UInt8] {
-    var out: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65_536)
-    while true {
-        let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
-        if n < 0 && errno == EINTR { continue }
-        if n <= 0 { break }
-        out += buffer[0..<n]
-    }
-    return out
 }
 
 extension FilterPolicy.UnknownSenderPolicy: ExpressibleByArgument {}

@@ -28,7 +28,7 @@ struct Deliver: AsyncParsableCommand {
                 lines: StandardInputLines(),
                 client: client,
                 prepare: { _, line in BatchRequests.prepareRequestLine(line) },
-                output: StandardOutput.writeLine
+                output: printLine
             )
             await client.shutdown()
             try finish(summary)

@@ -30,40 +30,20 @@ struct DeviceRequestCommand: AsyncParsableCommand {
     )
     @Option(name: .long, help: "The user id of the user this device belongs to.") var userID: String
     @Option(name: .long, help: "This device's id (1-32 of a-z 0-9 - _ .), unique for the user.") var deviceID: String
-    @Option(name: .long, help: "The name others see.") var displayName: String?
-    @Option(name: .long, help: "This device's APNs token (hex), published when it is signed in.") var deviceToken:
-        String?
-    @OptionGroup var topic: CardTopicOption
     @Option(name: .long, help: "Where to write the identity and the request.") var outDir: String
-    @Option(name: .long, help: "Lock the identity with the passphrase in this file.") var passphraseFile: String?
-    @Flag(name: .long, help: "Overwrite an existing identity.") var force = false
+    @OptionGroup var device: NewDeviceOptions
 
     func run() async throws {
         try await runCLI {
-            let identityPath = self.outDir + "/" + self.userID + ".identity"
-            if !self.force && FileManager.default.fileExists(atPath: identityPath) {
-                throw SenderError(.usage, "\(identityPath) exists; pass --force to replace it (the old keys are lost)")
-            }
-            let push = try self.topic.push(token: self.deviceToken)
-            let passphrase = try IdentityOptions(identity: nil, passphraseFile: self.passphraseFile).passphrase()
-            let now = PushBuilder.systemNowMs()
-            let identity = try Identity.generate(
-                userID: self.userID,
-                displayName: self.displayName ?? self.userID,
-                deviceID: self.deviceID,
-                withUserKey: false,
-                nowMs: now
+            let created = try DeviceSetup.createDevice(
+                self.device.setup(userID: self.userID, deviceID: self.deviceID, folder: self.outDir),
+                nowMs: WallClock.system.unsignedMs
             )
-            let request = try DeviceRequest.make(for: identity, push: push, nowMs: now)
-            try FileManager.default.createDirectory(atPath: self.outDir, withIntermediateDirectories: true)
-            try identity.save(path: identityPath, passphrase: passphrase)
-            let requestPath = self.outDir + "/\(self.userID).\(self.deviceID).request.json"
-            try SecretFile.writePublic(path: requestPath, bytes: request.jsonData())
             note(
-                "wrote \(identityPath) (secret, mode 0600) and \(requestPath) (public): sign it in on the managing "
-                    + "device with e2ee-send device add --request \(requestPath)"
+                "wrote \(created.identityPath) (secret, mode 0600) and \(created.publicPath) (public): sign it in on the "
+                    + "managing device with e2ee-send device add --request \(created.publicPath)"
             )
-            try printLine(requestPath)
+            try printLine(created.publicPath)
         }
     }
 }
@@ -81,8 +61,8 @@ struct ManagedListOptions: ParsableArguments {
         -> DeviceList
     {
         let id = try self.identity.load()
-        let list = try loadOwnList(self.card)
-        let next = try change(id, list, PushBuilder.systemNowMs())
+        let list = try DeviceFiles.loadOwnList(self.card)
+        let next = try change(id, list, WallClock.system.unsignedMs)
         try writeAndPrint(next, to: self.cardOut ?? self.card)
         return next
     }
@@ -156,7 +136,7 @@ struct DeviceListCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await runCLI {
-            let list = try loadOwnList(self.card)
+            let list = try DeviceFiles.loadOwnList(self.card)
             for line in DeviceManagement.describe(list) { try printLine(line) }
         }
     }
@@ -233,12 +213,7 @@ struct ContactFetch: AsyncParsableCommand {
             case listVersion = "list_version"
         }
 
-        var line: String {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            // Strings, an integer and a boolean: encoding cannot fail.
-            return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-        }
+        var line: String { JSONLine.encode(self) }
     }
 }
 

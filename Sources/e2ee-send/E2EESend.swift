@@ -4,16 +4,10 @@ import E2EECore
 import Foundation
 import Sender
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// `e2ee-send`: encrypts messages into uniform APNs requests and prints them, submits them to the app's relay
 /// (`--relay`), or delivers them to APNs (`--deliver`).
 ///
-/// Exit codes (sysexits.h), mapped in one place (``runCLI(_:)``): 0 ok; 64 usage (bad flag or value, bad device
+/// Exit codes (sysexits.h), mapped in one place (``SendExit``): 0 ok; 64 usage (bad flag or value, bad device
 /// token); 65 data (unknown recipient, unreadable card, too large, bad batch line, no device reachable through the
 /// relay); 66 missing key file (or no delivery token file); 69 APNs refused a push, or the relay refused a submit
 /// (relay-refused); 70 internal error (a bug: please report it); 73 cannot create an output file or folder; 74
@@ -54,7 +48,7 @@ struct E2EESend: AsyncParsableCommand {
         ]
     )
 
-    /// The exit codes of every command (`--help` of each lists them; mapped in one place, ``runCLI(_:)``).
+    /// The exit codes of every command (`--help` of each lists them; mapped in one place, ``SendExit``).
     static let exitCodes = """
         Exit codes: 0 ok (a message to your own user with nothing to send to is ok too, with a note), 64 usage, 65 \
         bad data (unknown recipient, a device list that is not well formed: malformed-list, too large, bad batch \
@@ -73,92 +67,79 @@ struct E2EESend: AsyncParsableCommand {
         """
 
     static func main() async {
-        // A reader that goes away (`| head -1`) must be an EPIPE write error with its exit code, not a signal.
-        signal(SIGPIPE, SIG_IGN)
-        do {
-            var command = try parseAsRoot()
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
-        } catch {
-            exit(withError: error)
-        }
+        await self.runAsTool()
     }
 }
 
-/// Prints `e2ee-send: error: …` on stderr and returns the error's exit code.
-func fail(_ error: SenderError) -> ExitCode {
-    note("e2ee-send: error: \(error.message)")
-    return ExitCode(error.code.exitCode)
+/// The exit status of each of the Sender's error codes (sysexits.h): the one table, here in the executable (exit
+/// codes are the tool's API, not the library's).
+enum SendExit {
+    static func status(_ code: SenderError.Code) -> Int32 {
+        // sysexits.h: 64 EX_USAGE, 65 EX_DATAERR, 66 EX_NOINPUT, 69 EX_UNAVAILABLE, 70 EX_SOFTWARE, 73 EX_CANTCREAT,
+        // 74 EX_IOERR, 75 EX_TEMPFAIL, 76 EX_PROTOCOL, 77 EX_NOPERM.
+        switch code {
+        case .usage, .badDeviceToken, .invalidConfiguration, .trustedCAUnreadable, .registryFileUnreadable,
+            .registryFileUnwritable:
+            64
+        case .unknownRecipient, .unreadableCard, .malformedList, .tooLarge, .badRequest, .unreadablePins: 65
+        case .missingKey, .keyFileUnreadable, .keyEnvironmentVariableMissing, .keyInvalid: 66
+        case .rejected, .relayRefused: 69
+        case .cannotCreate: 73
+        case .outputFailed: 74
+        case .deliveryFailed, .relayUnavailable: 75
+        case _ where SenderError.Code.listRefusals.contains(code): 76
+        case .insecureKey, .keyFileTooOpen, .deliveryTokenRefused: 77
+        case .untrustedCertificate: 78
+        case .relayOutcomeUnknown: 79
+        default: 70  // .internalError, and a code this table does not know yet
+        }
+    }
+
+    /// How every command's errors end the process: `e2ee-send: error: <message>` and the code's status.
+    static let mapping = ExitMapping(tool: "e2ee-send") { error in
+        switch error {
+        case let error as SenderError:
+            return ToolExit(Self.status(error.code), error.message)
+        case let error as E2EEError:
+            let mapped = SenderError(error, context: "e2ee-send")
+            return ToolExit(Self.status(mapped.code), mapped.message)
+        case let error as OutputError:
+            return ToolExit(Self.status(.outputFailed), error.message)
+        default:
+            return nil
+        }
+    }
+
+    /// The exit code of a failed result, once its message is printed.
+    static func code(_ error: SenderError) -> ExitCode { ExitCode(Self.status(error.code)) }
 }
 
-/// Runs a command body and maps every error to a message on stderr and a documented exit code: the one place
-/// where errors become exit codes.
+/// Runs a command body: every error becomes a message on stderr and a documented exit code (``SendExit``).
 func runCLI(_ body: () async throws -> Void) async throws {
-    do {
-        try await body()
-    } catch let error as SenderError {
-        throw fail(error)
-    } catch let error as E2EEError {
-        throw fail(SenderError(error, context: "e2ee-send"))
-    } catch let error as ExitCode {
-        throw error
-    } catch let error as ValidationError {
-        throw error
-    } catch let error as CocoaError {
-        let path = (error.userInfo[NSFilePathErrorKey] as? String).map { " \($0)" } ?? ""
-        throw fail(
-            SenderError(.cannotCreate, "cannot create\(path): \(error.localizedDescription); check the path and rights")
-        )
-    } catch {
-        throw fail(SenderError(.internalError, "unexpected error (please report it): \(error)"))
-    }
+    try await SendExit.mapping.run(body)
 }
 
-/// Standard output, written with write(2): a closed pipe (EPIPE) or a full disk is a ``SenderError`` with code
-/// `.outputFailed` (exit 74), never a crash.
-enum StandardOutput {
-    static func write(_ bytes: some Collection<UInt8>) throws(SenderError) {
-        let data = Array(bytes)
-        var offset = 0
-        while offset < data.count {
-            let written = data.withUnsafeBytes { buffer in
-                #if canImport(Glibc)
-                Glibc.write(1, buffer.baseAddress! + offset, buffer.count - offset)
-                #else
-                Darwin.write(1, buffer.baseAddress! + offset, buffer.count - offset)
-                #endif
-            }
-            if written < 0 {
-                if errno == EINTR { continue }
-                let reason = errno == EPIPE ? "the reader closed the pipe" : String(cString: strerror(errno))
-                throw SenderError(.outputFailed, "cannot write to standard output (\(reason))")
-            }
-            offset += written
-        }
-    }
-
-    static func writeLine(_ line: String) throws(SenderError) {
-        try self.write(Array((line + "\n").utf8))
-    }
-}
-
+/// Writes a line to standard output; a closed pipe or full disk is `.outputFailed` (exit 74).
 func printLine(_ line: String) throws(SenderError) {
-    try StandardOutput.writeLine(line)
+    do {
+        try StandardOutput.writeLine(line)
+    } catch {
+        throw SenderError(.outputFailed, error.message)
+    }
 }
 
-/// A message for people on stderr; a closed stderr is ignored (there is nowhere left to say it).
-func note(_ text: String) {
-    let bytes = Array((text + "\n").utf8)
-    _ = bytes.withUnsafeBytes { buffer in
-        #if canImport(Glibc)
-        Glibc.write(2, buffer.baseAddress!, buffer.count)
-        #else
-        Darwin.write(2, buffer.baseAddress!, buffer.count)
-        #endif
+/// Writes bytes to standard output, as ``printLine(_:)``.
+func printBytes(_ bytes: [UInt8]) throws(SenderError) {
+    do {
+        try StandardOutput.write(bytes)
+    } catch {
+        throw SenderError(.outputFailed, error.message)
     }
+}
+
+/// A message for people on stderr.
+func note(_ text: String) {
+    StandardError.writeLine(text)
 }
 
 /// Ends a pipeline run: reports an output failure (which wins: the caller has lost results) or the first failed
@@ -169,12 +150,12 @@ func finish(_ summary: PipelineSummary) throws {
             "e2ee-send: error: \(outputError.message); \(summary.unwritten) of \(summary.lines) result lines were "
                 + "not written (the pushes asked for were still sent)"
         )
-        throw ExitCode(outputError.code.exitCode)
+        throw SendExit.code(outputError)
     }
     if let failure = summary.firstFailure, let line = summary.firstFailureLine {
         note(
             "e2ee-send: error: line \(line): \(failure.message) (\(summary.failures) of \(summary.lines) lines failed)"
         )
-        throw ExitCode(failure.code.exitCode)
+        throw SendExit.code(failure)
     }
 }

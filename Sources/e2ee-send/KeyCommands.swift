@@ -17,52 +17,50 @@ struct Keygen: AsyncParsableCommand {
     @Option(name: .long, help: "The user id (1-64 bytes).") var userID: String
     @Option(name: .long, help: "This device's id (1-32 of a-z 0-9 - _ .).") var deviceID: String =
         Identity.defaultDeviceID
-    @Option(name: .long, help: "The name others see.") var displayName: String?
     @Option(name: .long, help: "Where to write <user id>.identity and <user id>.card.json.") var outDir: String
-    @Option(name: .long, help: "This device's APNs token (hex), published in the card.") var deviceToken: String?
-    @OptionGroup var topic: CardTopicOption
-    @Option(name: .long, help: "Lock the identity with the passphrase in this file.") var passphraseFile: String?
+    @OptionGroup var device: NewDeviceOptions
     @Option(
         name: .long,
         help: "The device key's crypto suite: classical (X25519) or xwing (post-quantum X-Wing, PROTOCOL.md §16)."
     ) var suite: SuiteName = .classical
-    @Flag(name: .long, help: "Overwrite an existing identity.") var force = false
 
     func run() async throws {
         try await runCLI {
-            let identityPath = self.outDir + "/" + self.userID + ".identity"
-            if !self.force && FileManager.default.fileExists(atPath: identityPath) {
-                throw SenderError(.usage, "\(identityPath) exists; pass --force to replace it (the old keys are lost)")
+            var options = self.device.setup(userID: self.userID, deviceID: self.deviceID, folder: self.outDir)
+            options.suite = self.suite.suite
+            let created = try DeviceSetup.createUser(options, nowMs: WallClock.system.unsignedMs)
+            note("wrote \(created.identityPath) (secret, mode 0600) and \(created.publicPath) (public)")
+            if let list = created.list {
+                note(
+                    "\(self.userID)'s fingerprint: \(list.fingerprint) (contacts compare it when they first send to you)"
+                )
             }
-            let push = try self.topic.push(token: self.deviceToken)
-            let passphrase = try IdentityOptions(identity: nil, passphraseFile: self.passphraseFile).passphrase()
-            let now = PushBuilder.systemNowMs()
-            let identity = try Identity.generate(
-                userID: self.userID,
-                displayName: self.displayName ?? self.userID,
-                deviceID: self.deviceID,
-                suite: self.suite.suite,
-                nowMs: now
-            )
-            let list = try DeviceList.create(for: identity, push: push, nowMs: now)
-            try FileManager.default.createDirectory(atPath: self.outDir, withIntermediateDirectories: true)
-            try identity.save(path: identityPath, passphrase: passphrase)
-            let cardPath = self.outDir + "/" + self.userID + ".card.json"
-            try SecretFile.writePublic(path: cardPath, bytes: list.jsonData())
-            note("wrote \(identityPath) (secret, mode 0600) and \(cardPath) (public)")
-            note("\(self.userID)'s fingerprint: \(list.fingerprint) (contacts compare it when they first send to you)")
-            try printLine(cardPath)
+            try printLine(created.publicPath)
         }
     }
 }
 
-extension IdentityOptions {
-    init(identity: String?, passphraseFile: String?) {
-        self.init()
-        self.identity = identity
-        self.passphraseFile = passphraseFile
-    }
+/// What `keygen` and `device request` create a device with, besides its user id, device id and folder.
+struct NewDeviceOptions: ParsableArguments {
+    @Option(name: .long, help: "The name others see.") var displayName: String?
+    @Option(name: .long, help: "This device's APNs token (hex), published in its card (or request).") var deviceToken:
+        String?
+    @OptionGroup var topic: CardTopicOption
+    @Option(name: .long, help: "Lock the identity with the passphrase in this file.") var passphraseFile: String?
+    @Flag(name: .long, help: "Overwrite an existing identity.") var force = false
 
+    func setup(userID: String, deviceID: String, folder: String) -> DeviceSetup.Options {
+        var options = DeviceSetup.Options(userID: userID, deviceID: deviceID, folder: folder)
+        options.displayName = self.displayName
+        options.force = self.force
+        options.deviceToken = self.deviceToken
+        options.topic = self.topic.value
+        options.passphraseFile = self.passphraseFile
+        return options
+    }
+}
+
+extension IdentityOptions {
     /// The identity file, or the error naming the flag.
     func requiredPath() throws(SenderError) -> String {
         guard let path = self.identityPath else {
@@ -79,48 +77,21 @@ extension IdentityOptions {
     /// `<user id><suffix>` next to the identity file (the card keygen writes, the delivery token `relay tokens`
     /// writes by default).
     func siblingFile(userID: String, suffix: String) throws(SenderError) -> String {
-        let folder = (try self.requiredPath() as NSString).deletingLastPathComponent
-        return (folder.isEmpty ? "." : folder) + "/" + userID + suffix
+        DeviceFiles.sibling(of: try self.requiredPath(), userID: userID, suffix: suffix)
     }
 }
 
 extension CardTopicOption {
     /// A push address from `--device-token` (validated) and the topic; nil without a token.
     func push(token: String?) throws(SenderError) -> DeviceList.Push? {
-        guard let token else { return nil }
-        return DeviceList.Push(deviceToken: try PushBuilder.validateDeviceToken(token), topic: self.value)
-    }
-}
-
-/// Reads one's own current list (`--card`), verified.
-func loadOwnList(_ path: String, flag: String = "--card") throws(SenderError) -> DeviceList {
-    guard FileManager.default.fileExists(atPath: path) else {
-        throw SenderError(.unknownRecipient, "no device list at \(path): pass \(flag) with your current card")
-    }
-    guard FileManager.default.isReadableFile(atPath: path) else {
-        throw SenderError(.unreadableCard, "cannot read \(flag) \(path): check its permissions")
-    }
-    do {
-        return try DeviceList.load(path: path)
-    } catch {
-        if error.code == .keyFile || error.code == .invalidKey {
-            throw SenderError(
-                .malformedList,
-                "cannot use \(flag) \(path): it is not a well-formed device list (key-file): \(error.message)"
-            )
-        }
-        throw SenderError(error, context: "cannot use \(flag) \(path)")
+        try DeviceFiles.push(token: token, topic: self.value)
     }
 }
 
 /// Writes a list (public, atomically) and prints it on stdout.
 func writeAndPrint(_ list: DeviceList, to path: String) throws(SenderError) {
-    do {
-        try SecretFile.writePublic(path: path, bytes: list.jsonData())
-    } catch {
-        throw SenderError(.cannotCreate, "cannot write \(path): \(error.message)")
-    }
-    try StandardOutput.write(list.jsonData())
+    try DeviceFiles.writePublic(list.jsonData(), to: path)
+    try printBytes(list.jsonData())
 }
 
 struct Card: AsyncParsableCommand {
@@ -145,7 +116,7 @@ struct Card: AsyncParsableCommand {
         try await runCLI {
             let id = try self.identity.load()
             let path = try self.card ?? self.identity.siblingCard(userID: id.userID)
-            let list = try loadOwnList(path)
+            let list = try DeviceFiles.loadOwnList(path)
             guard list.userID == id.userID, list.device(signingKeyID: id.signingKey.publicKey.keyID) != nil else {
                 throw SenderError(
                     .usage,
@@ -157,7 +128,7 @@ struct Card: AsyncParsableCommand {
                 if let out = self.cardOut {
                     try writeAndPrint(list, to: out)
                 } else {
-                    try StandardOutput.write(list.jsonData())
+                    try printBytes(list.jsonData())
                 }
                 return
             }
@@ -218,18 +189,14 @@ struct Rotate: AsyncParsableCommand {
             let rotation = try DeviceManagement.rotate(
                 id,
                 list: current?.list,
-                nowMs: PushBuilder.systemNowMs(),
+                nowMs: WallClock.system.unsignedMs,
                 graceMs: UInt64(self.graceHours) * 3_600_000,
                 suite: self.suite?.suite
             )
             // The list or request first: if it cannot be written, the identity is unchanged and nothing is lost.
             if let list = rotation.list {
                 let out = try self.cardOut ?? current?.path ?? self.identity.siblingCard(userID: id.userID)
-                do throws(E2EEError) {
-                    try SecretFile.writePublic(path: out, bytes: list.jsonData())
-                } catch {
-                    throw SenderError(.cannotCreate, "cannot write \(out): \(error.message)")
-                }
+                try DeviceFiles.writePublic(list.jsonData(), to: out)
                 try rotation.identity.save(path: identityPath, passphrase: try self.identity.passphrase())
                 note(
                     "\(rotation.message); wrote the new key to \(identityPath) (a running e2ee-filter on it takes it "
@@ -239,22 +206,18 @@ struct Rotate: AsyncParsableCommand {
                 if !list.devices.contains(where: { $0.push != nil }) {
                     note("e2ee-send: warning: the list has no push address; set one with e2ee-send card --device-token")
                 }
-                try StandardOutput.write(list.jsonData())
+                try printBytes(list.jsonData())
             } else if let request = rotation.request {
-                let folder = (identityPath as NSString).deletingLastPathComponent
                 let out =
-                    self.requestOut ?? (folder.isEmpty ? "." : folder) + "/\(id.userID).\(id.deviceID).request.json"
-                do throws(E2EEError) {
-                    try SecretFile.writePublic(path: out, bytes: request.jsonData())
-                } catch {
-                    throw SenderError(.cannotCreate, "cannot write \(out): \(error.message)")
-                }
+                    self.requestOut
+                    ?? DeviceFiles.sibling(of: identityPath, userID: id.userID, suffix: ".\(id.deviceID).request.json")
+                try DeviceFiles.writePublic(request.jsonData(), to: out)
                 try rotation.identity.save(path: identityPath, passphrase: try self.identity.passphrase())
                 note(
                     "\(rotation.message); wrote the new key to \(identityPath) (a running e2ee-filter on it takes it "
                         + "before its next push); the request is \(out)"
                 )
-                try StandardOutput.write(request.jsonData())
+                try printBytes(request.jsonData())
             }
         }
     }
@@ -263,10 +226,10 @@ struct Rotate: AsyncParsableCommand {
     /// keygen wrote next to the identity. A named `--card` that cannot be read is an error; a default that does
     /// not exist is not.
     func currentCard(userID: String) throws(SenderError) -> (list: DeviceList, path: String)? {
-        if let path = self.card { return (try loadOwnList(path), path) }
+        if let path = self.card { return (try DeviceFiles.loadOwnList(path), path) }
         let sibling = try self.identity.siblingCard(userID: userID)
         for path in [self.cardOut, sibling].compactMap({ $0 }) where FileManager.default.fileExists(atPath: path) {
-            return (try loadOwnList(path), path)
+            return (try DeviceFiles.loadOwnList(path), path)
         }
         return nil
     }

@@ -1,4 +1,6 @@
+import APNsCommandLine
 public import ArgumentParser
+import CLISupport
 import E2EECore
 import Foundation
 import Logging
@@ -29,12 +31,7 @@ struct IdentityOptions: ParsableArguments {
     }
 
     func passphrase() throws(SenderError) -> SecureBytes? {
-        guard let file = self.passphraseFile else { return nil }
-        do {
-            return try SecretFile.readPassphrase(path: file)
-        } catch {
-            throw SenderError(error, context: "cannot read the passphrase file")
-        }
+        try DeviceFiles.passphrase(file: self.passphraseFile)
     }
 }
 
@@ -119,23 +116,7 @@ struct DeliveryOptions: ParsableArguments {
     @Flag(name: .long, help: "Deliver to APNs and print the result instead of the request.")
     var deliver = false
 
-    @Option(name: .long, help: "APNs environment (ignored with --apns-url).")
-    var apnsEnvironment: APNsServer = .development
-
-    @Option(name: .long, help: "A custom APNs-compatible endpoint, e.g. https://127.0.0.1:8443 (the local gateway).")
-    var apnsURL: String?
-
-    @Option(name: .long, help: "A PEM CA file to trust for --apns-url (e.g. the gateway's ca.pem).")
-    var apnsCA: String?
-
-    @Option(name: .long, help: "The APNs .p8 key file (mode 0600). Default: $APNS_KEY_PATH.")
-    var apnsKeyFile: String?
-
-    @Option(name: .long, help: "The .p8 key's 10-character key id (kid). Default: $APNS_KEY_ID.")
-    var apnsKeyID: String?
-
-    @Option(name: .long, help: "The 10-character team id (iss). Default: $APNS_TEAM_ID.")
-    var apnsTeamID: String?
+    @OptionGroup var apns: APNsOptions
 
     @Option(name: .long, help: "Seconds to wait for APNs' answer on one stream.")
     var timeout: Int = 10
@@ -155,54 +136,24 @@ struct DeliveryOptions: ParsableArguments {
         guard self.timeout > 0, self.window > 0 else {
             throw ValidationError("--timeout and --window must be positive")
         }
+        guard self.apns.apnsEnvironment.count <= 1 else {
+            throw ValidationError("--apns-environment: give one, development (the default) or production")
+        }
     }
 
     func makeClient() throws(SenderError) -> APNsClient {
-        let env = ProcessInfo.processInfo.environment
-        guard let keyID = self.apnsKeyID ?? env["APNS_KEY_ID"], let teamID = self.apnsTeamID ?? env["APNS_TEAM_ID"]
-        else {
-            throw SenderError(.usage, "--deliver needs --apns-key-id and --apns-team-id (or APNS_KEY_ID, APNS_TEAM_ID)")
-        }
-        let environment: APNsEnvironment =
-            if let url = self.apnsURL {
-                .custom(baseURL: url, trustedCAPEMPath: self.apnsCA)
-            } else {
-                self.apnsEnvironment == .production ? .production : .development
-            }
-        do {
-            let key =
-                if let file = self.apnsKeyFile { try APNsSigningKey.load(path: file) } else {
-                    try APNsSigningKey.load()
-                }
-            let configuration = try APNsClientConfiguration(
-                environment: environment,
-                keyID: keyID,
-                teamID: teamID,
-                signingKey: key,
-                window: self.window,
-                streamTimeout: .seconds(self.timeout)
-            )
-            // Logs go to stderr, never to stdout (which carries only result lines): no LoggingSystem bootstrap,
-            // whose default handler writes to stdout.
-            var logger = Logger(label: "e2ee-send") { StreamLogHandler.standardError(label: $0) }
-            logger.logLevel = .warning
-            return APNsClient(configuration: configuration, logger: logger)
-        } catch {
-            let code: SenderError.Code =
-                switch error.code {
-                case .keyFileTooOpen: .insecureKey
-                case .keyFileUnreadable, .keyEnvironmentVariableMissing, .keyInvalid: .missingKey
-                default: .usage
-                }
-            throw SenderError(code, error.message)
-        }
+        let (keyID, teamID) = try self.apns.credentials(for: "--deliver")
+        let key = try self.apns.signingKey()
+        let configuration = try APNsClientConfiguration(
+            environment: self.apns.endpoints(default: [.development])[0].endpoint,
+            keyID: keyID,
+            teamID: teamID,
+            signingKey: key,
+            window: self.window,
+            streamTimeout: .seconds(self.timeout)
+        )
+        return APNsClient(configuration: configuration, logger: .standardError(label: "e2ee-send", level: .warning))
     }
-}
-
-/// The APNs servers a push can go to (`--apns-environment`): the one matching how the app is signed.
-enum APNsServer: String, CaseIterable, ExpressibleByArgument {
-    case development
-    case production
 }
 
 /// `--reason` of `e2ee-send cancel`: a call cancel's reason by its name (docs/PROTOCOL.md §7.1), each with what it

@@ -72,7 +72,7 @@ struct SendOptions: ParsableArguments {
                     throw SenderError(error.code, "\(error.message); the pushes asked for \(outcome)")
                 }
             }
-            if let firstFailure { throw ExitCode(firstFailure.code.exitCode) }
+            if let firstFailure { throw SendExit.code(firstFailure) }
         }
     }
 
@@ -88,18 +88,17 @@ struct SendOptions: ParsableArguments {
                 )
             }
             let id = try self.identity.load()
-            let trust = try self.pins.trust(identityPath: self.identity.identityPath, contacts: self.recipient.contacts)
-            guard let client = try self.relay.makeClient() else { return }
+            guard
+                var sender = try self.relay.sender(
+                    identity: self.identity,
+                    id,
+                    pins: self.pins,
+                    contacts: self.recipient.contacts,
+                    tokenFile: self.deliveryToken.deliveryTokenFile
+                )
+            else { return }
             let lines: [SendResultLine]
             do throws(SenderError) {
-                var sender = RelaySender(
-                    client: client,
-                    builder: PushBuilder(identity: id),
-                    trust: trust,
-                    contacts: self.recipient.contacts,
-                    tokenFile: self.deliveryToken.deliveryTokenFile,
-                    ownTokenFile: try self.identity.siblingFile(userID: id.userID, suffix: ".delivery-token")
-                )
                 lines = try await sender.send(
                     try makeContent(id),
                     to: self.recipient.to,
@@ -108,10 +107,10 @@ struct SendOptions: ParsableArguments {
                     line: 1
                 )
             } catch {
-                await client.shutdown()
+                await sender.client.shutdown()
                 throw error
             }
-            await client.shutdown()
+            await sender.client.shutdown()
             var firstFailure: SenderError?
             for line in lines {
                 if let failure = line.failure {
@@ -126,7 +125,7 @@ struct SendOptions: ParsableArguments {
                     throw SenderError(error.code, "\(error.message); the pushes asked for were still queued")
                 }
             }
-            if let firstFailure { throw ExitCode(firstFailure.code.exitCode) }
+            if let firstFailure { throw SendExit.code(firstFailure) }
         }
     }
 
@@ -302,69 +301,17 @@ struct Batch: AsyncParsableCommand {
     func runRelayBatch() async throws {
         try checkRelayFlags(self.delivery, self.push)
         let id = try self.identity.load()
-        let trust = try self.pins.trust(identityPath: self.identity.identityPath, contacts: self.contacts)
-        guard let client = try self.relay.makeClient() else { return }
-        var sender = RelaySender(
-            client: client,
-            builder: PushBuilder(identity: id),
-            trust: trust,
-            contacts: self.contacts,
-            tokenFile: nil,
-            ownTokenFile: try self.identity.siblingFile(userID: id.userID, suffix: ".delivery-token")
-        )
-        var summary = PipelineSummary()
-        var number = 0
-        for text in StandardInputLines() {
-            if text.allSatisfy(\.isWhitespace) { continue }
-            number += 1
-            summary.lines += 1
-            var results: [SendResultLine]
-            do throws(SenderError) {
-                let request = try SendRequest.parse(line: text)
-                guard request.deviceToken == nil, request.topic == nil else {
-                    throw SenderError(
-                        .usage,
-                        "\"device_token\" and \"topic\" do not go with --relay: the relay delivers to the address "
-                            + "and topic each device registered"
-                    )
-                }
-                var messageID: MessageID? = nil
-                if let hex = request.messageID { messageID = try SendRequest.messageID(hex) }
-                results = try await sender.send(
-                    try request.content(sender: id),
-                    to: request.to,
-                    messageID: messageID ?? .random(),
-                    sentAtMs: request.sentAtMs,
-                    line: number
-                )
-            } catch {
-                results = [SendResultLine(line: number, error: error)]
-            }
-            for result in results {
-                summary.results += 1
-                if let failure = result.failure {
-                    summary.failures += 1
-                    if summary.firstFailure == nil {
-                        summary.firstFailure = failure
-                        summary.firstFailureLine = number
-                    }
-                }
-                if summary.outputError == nil {
-                    do throws(SenderError) {
-                        try StandardOutput.writeLine(result.jsonLine())
-                    } catch {
-                        summary.outputError = error
-                    }
-                }
-                if summary.outputError != nil { summary.unwritten += 1 }
-                if let skipped = result.skipped {
-                    note(
-                        "e2ee-send: line \(number): skipped device \(result.device ?? "-"): its push address at the relay is \(skipped)"
-                    )
-                }
-            }
-        }
-        await client.shutdown()
+        guard
+            var sender = try self.relay.sender(
+                identity: self.identity,
+                id,
+                pins: self.pins,
+                contacts: self.contacts,
+                tokenFile: nil
+            )
+        else { return }
+        let summary = await sender.run(lines: StandardInputLines(), output: printLine) { note("e2ee-send: \($0)") }
+        await sender.client.shutdown()
         try finish(summary)
     }
 
@@ -383,7 +330,7 @@ struct Batch: AsyncParsableCommand {
             sealers: ProcessInfo.processInfo.activeProcessorCount,
             stage: { _, line in batch.stage(line: line) },
             seal: { sealer.seal($0) },
-            output: StandardOutput.writeLine
+            output: printLine
         )
         await client?.shutdown()
         try finish(summary)

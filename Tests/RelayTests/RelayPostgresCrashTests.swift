@@ -2,6 +2,7 @@ import APNsGateway
 import E2EECore
 import Foundation
 import Logging
+import NotificationFilter
 import Synchronization
 import TestSupport
 import Testing
@@ -164,19 +165,28 @@ struct RelayPostgresCrashTests {
                     let unique = Set(records.map(\.bodyBytes)).count
                     let identityPath = folder.file("\(device.deviceID).identity")
                     try device.save(path: identityPath)
-                    let run = try await ChildProcess.run(
-                        "e2ee-filter",
-                        [
-                            "run", "--identity", identityPath, "--contacts", contacts,
-                            "--state", folder.file("\(device.deviceID).filter.sqlite"),
-                        ],
-                        stdin: .bytes(Array(records.map { $0.jsonLine() + "\n" }.joined().utf8)),
-                        // The pushes were sealed at the test users' clock (1,800,000,000,000 ms).
-                        environment: ["E2EE_FILTER_NOW_MS": "1800000000000"]
+                    // The filter's builder, in process: the pushes were sealed at the test users' clock
+                    // (1,800,000,000,000 ms), which the filter is given (the executable has only the real clock).
+                    var options = FilterAppOptions(
+                        accounts: [.init(identity: identityPath, contacts: contacts)],
+                        statePath: folder.file("\(device.deviceID).filter.sqlite")
                     )
-                    #expect(run.status == 0, "e2ee-filter on \(device.deviceID): \(run.stderr.suffix(2000))")
+                    options.clock = .fixed(1_800_000_000_000)
+                    let filter = try FilterApp.build(
+                        options,
+                        logger: Logger(label: "filter") { _ in SwiftLogNoOpLogHandler() }
+                    )
+                    // In batches, as `run` decides a stream: one batch never holds the test process's threads long.
+                    let inputs = records.enumerated().map {
+                        PayloadInput.parse(line: Array($1.jsonLine().utf8), defaultSeq: Int64($0 + 1))
+                    }
+                    var lines: [String] = []
+                    for start in stride(from: 0, to: inputs.count, by: 64) {
+                        let batch = Array(inputs[start..<min(start + 64, inputs.count)])
+                        lines += try await filter.engine.process(batch, deduplicateBySeq: false).lines
+                    }
                     var reasons: [String: Int] = [:]
-                    for line in run.stdoutText.split(separator: "\n") {
+                    for line in lines {
                         let decision = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
                         reasons["\(decision?["decision"] ?? "-")/\(decision?["reason"] ?? "-")", default: 0] += 1
                     }

@@ -114,14 +114,14 @@ func engine(at path: String) throws -> FilterEngine {
     let reporter = CallKitReporter(
         configuration: CallProviderConfiguration(maximumCallGroups: 1_000_000),
         sink: InMemoryCallEventSink(),
-        now: { nowMs },
+        clock: .fixed(nowMs),
         logger: logger
     )
     return try FilterEngine(
         store: store,
         accounts: [FilterAccount(identity: bob, contacts: ContactBook([try alice.card()]))],
         reporter: reporter,
-        now: { nowMs },
+        clock: .fixed(nowMs),
         logger: logger
     )
 }

@@ -59,7 +59,7 @@ let engine: FilterEngine = {
     let reporter = CallKitReporter(
         configuration: .init(),
         sink: InMemoryCallEventSink(),
-        now: { 1_790_000_001_000 },
+        clock: .fixed(1_790_000_001_000),
         logger: logger
     )
     // Bob's tablet after its move to X-Wing (as in the vectors' list bob-v4): its X25519 key in grace, its X-Wing
@@ -96,7 +96,7 @@ let engine: FilterEngine = {
             FilterAccount(name: "bob-tablet", identity: tablet, contacts: contacts),
         ],
         reporter: reporter,
-        now: { 1_790_000_001_000 },
+        clock: .fixed(1_790_000_001_000),
         logger: logger
     )
 }()

@@ -5,7 +5,7 @@ public import Foundation
 #endif
 
 /// The provider's rules for a new incoming call, as a value: the one place that says whether a call would ring or
-/// be refused, and with which ``IncomingCallError``.
+/// be refused, and with which ``FilterError``.
 ///
 /// ``CallProvider/reportNewIncomingCall(uuid:update:ringTimeoutSeconds:)`` applies it to its live calls. The filter
 /// engine takes a copy (``CallProvider/admission``) before deciding a batch, so the decision for an invite is the
@@ -58,27 +58,27 @@ public struct CallAdmission: Sendable, Hashable {
     /// Why the call would be refused, or nil if it would ring. Checks, in order: the id is not live or recently
     /// ended; the handle type is supported; the handle is not blocked; do-not-disturb is off; fewer than
     /// `maximumCallGroups` calls are live.
-    public func refusal(uuid: UUID, update: CallUpdate) -> IncomingCallError? {
+    public func refusal(uuid: UUID, update: CallUpdate) -> FilterError? {
         if self.isLive(uuid) || self.hasEnded(uuid) {
-            return IncomingCallError(
+            return FilterError(
                 code: .callUUIDAlreadyExists,
                 message: "call \(uuid) was already reported; report each call id once"
             )
         }
         guard self.configuration.supportedHandleTypes.contains(update.remoteHandle.type) else {
-            return IncomingCallError(
+            return FilterError(
                 code: .unentitled,
                 message: "handle type \(update.remoteHandle.type) is not supported; add it to supportedHandleTypes"
             )
         }
         guard !self.configuration.blockedHandles.contains(update.remoteHandle) else {
-            return IncomingCallError(code: .filteredByBlockList, message: "the caller is on the block list")
+            return FilterError(code: .filteredByBlockList, message: "the caller is on the block list")
         }
         guard !self.configuration.doNotDisturb else {
-            return IncomingCallError(code: .filteredByDoNotDisturb, message: "do-not-disturb is on")
+            return FilterError(code: .filteredByDoNotDisturb, message: "do-not-disturb is on")
         }
         guard self.liveCount < self.configuration.maximumCallGroups else {
-            return IncomingCallError(
+            return FilterError(
                 code: .maximumCallsReached,
                 message: "\(self.liveCount) calls are live, the maximum is \(self.configuration.maximumCallGroups)"
             )
@@ -87,7 +87,7 @@ public struct CallAdmission: Sendable, Hashable {
     }
 
     /// Like ``refusal(uuid:update:)``, and an admitted call then counts as live for the next one.
-    public mutating func admit(uuid: UUID, update: CallUpdate) -> IncomingCallError? {
+    public mutating func admit(uuid: UUID, update: CallUpdate) -> FilterError? {
         if let refusal = self.refusal(uuid: uuid, update: update) { return refusal }
         self.admitted.insert(uuid)
         self.liveCount += 1

@@ -1,3 +1,5 @@
+import E2EECore
+
 #if canImport(FoundationEssentials)
 public import FoundationEssentials
 #else
@@ -38,11 +40,11 @@ public struct CallEvent: Hashable, Sendable, Codable {
     /// Written as its string.
     public enum Reason: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
         case ended(CallEndedReason)
-        case refused(IncomingCallError.Code)
+        case refused(FilterError.Code)
 
-        /// A refusal code named by ``IncomingCallError/Code`` is a refusal; any other string is an end reason.
+        /// A refusal code named by ``FilterError/Code`` is a refusal; any other string is an end reason.
         public init(rawValue: String) {
-            let refusals: [IncomingCallError.Code] = [
+            let refusals: [FilterError.Code] = [
                 .callUUIDAlreadyExists, .filteredByDoNotDisturb, .filteredByBlockList, .maximumCallsReached,
                 .unentitled,
             ]
@@ -119,10 +121,6 @@ public struct CallEvent: Hashable, Sendable, Codable {
 
     /// The event as one JSON line with sorted keys, without the trailing newline.
     public func jsonLine() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding strings and integers cannot fail.
-        guard let data = try? encoder.encode(self) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
+        JSONLine.encode(self)
     }
 }

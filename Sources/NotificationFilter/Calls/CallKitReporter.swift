@@ -1,4 +1,4 @@
-import E2EECore
+public import E2EECore
 public import Logging
 
 #if canImport(FoundationEssentials)
@@ -13,29 +13,29 @@ public final class CallKitReporter: CallReporting, Sendable {
     public let provider: CallProvider
     public let reporter: CallReporter
     let sink: any CallEventSink
-    let now: @Sendable () -> Int64
+    let clock: WallClock
     let logger: Logger
 
     public init(
         configuration: CallProviderConfiguration,
         sink: any CallEventSink,
-        now: @escaping @Sendable () -> Int64,
+        clock: WallClock,
         logger: Logger
     ) {
-        self.now = now
+        self.clock = clock
         self.sink = sink
         self.logger = logger
         self.provider = CallProvider(
             configuration: configuration,
             sinks: [sink],
             logger: logger,
-            now: { Date(milliseconds: now()) }
+            clock: clock
         )
         self.reporter = CallReporter(provider: self.provider, logger: logger)
     }
 
     public func handOff(_ handoff: FilterDecision.Handoff) async {
-        let remaining = max(0, TimeInterval(milliseconds: handoff.ringDeadlineMs - self.now()))
+        let remaining = max(0, TimeInterval(milliseconds: handoff.ringDeadlineMs - self.clock.nowMs))
         await self.reporter.reportNewIncomingVoIPPushPayload(
             IncomingCallPayload(
                 callID: handoff.callID,
@@ -49,7 +49,7 @@ public final class CallKitReporter: CallReporting, Sendable {
         await self.provider.admission
     }
 
-    public func reportRefused(_ handoff: FilterDecision.Handoff, refusal: IncomingCallError.Code, atMs: Int64) async {
+    public func reportRefused(_ handoff: FilterDecision.Handoff, refusal: FilterError.Code, atMs: Int64) async {
         await self.provider.reportRefusedCall(
             uuid: handoff.callID,
             update: CallUpdate(handoff: handoff),
@@ -140,7 +140,7 @@ extension CallUpdate {
 
 extension CallAdmission {
     /// Whether the provider would refuse this handoff (nil: it rings, and counts as live for the next one).
-    mutating func admit(_ handoff: FilterDecision.Handoff) -> IncomingCallError.Code? {
+    mutating func admit(_ handoff: FilterDecision.Handoff) -> FilterError.Code? {
         self.admit(uuid: handoff.callID, update: CallUpdate(handoff: handoff))?.code
     }
 }

@@ -1,3 +1,4 @@
+public import E2EECore
 public import Logging
 
 #if canImport(FoundationEssentials)
@@ -10,7 +11,7 @@ public import Foundation
 ///
 /// Incoming calls are reported with ``reportNewIncomingCall(uuid:update:ringTimeoutSeconds:)``,
 /// which either shows the call (it rings, a `ringing` event is emitted) or refuses it with a
-/// CallKit-like ``IncomingCallError``. The app ends calls with ``reportCall(uuid:endedAt:reason:)``;
+/// CallKit-like ``FilterError``. The app ends calls with ``reportCall(uuid:endedAt:reason:)``;
 /// the user acts with ``answer(_:)``, ``decline(_:)`` and ``end(_:)``. A ringing call has a deadline
 /// and ``expireRinging(now:)`` ends overdue calls as unanswered with a `missed` event.
 ///
@@ -28,7 +29,7 @@ public actor CallProvider {
     private var configuration: CallProviderConfiguration
     private let sinks: [any CallEventSink]
     private let logger: Logger
-    private let now: @Sendable () -> Date
+    private let clock: WallClock
     private var calls: [UUID: LiveCall] = [:]
     /// The keys of `calls`, kept beside it so ``admission`` shares a set instead of building one per batch.
     private var liveIDs: Set<UUID> = []
@@ -41,17 +42,17 @@ public actor CallProvider {
     ///   - configuration: Limits, supported features and filters.
     ///   - sinks: Where call events go, in order.
     ///   - logger: Where decisions are logged (call ids and codes only; never handles or names).
-    ///   - now: The clock, injected so ring timeouts are tested without sleeping.
+    ///   - clock: The clock, injected so ring timeouts are tested without sleeping.
     public init(
         configuration: CallProviderConfiguration = CallProviderConfiguration(),
         sinks: [any CallEventSink],
         logger: Logger,
-        now: @escaping @Sendable () -> Date = { Date() }
+        clock: WallClock = .system
     ) {
         self.configuration = configuration
         self.sinks = sinks
         self.logger = logger
-        self.now = now
+        self.clock = clock
     }
 
     /// Replaces the configuration (for example to switch do-not-disturb); live calls are kept.
@@ -70,13 +71,13 @@ public actor CallProvider {
     ///   - uuid: The call id (the same id across retries and devices).
     ///   - update: Who calls and how to show it.
     ///   - ringTimeoutSeconds: How long to ring; nil uses the configuration's default.
-    /// - Throws: ``IncomingCallError`` with `callUUIDAlreadyExists`, `unentitled`,
+    /// - Throws: ``FilterError`` with `callUUIDAlreadyExists`, `unentitled`,
     ///   `filteredByBlockList`, `filteredByDoNotDisturb` or `maximumCallsReached`.
     public func reportNewIncomingCall(
         uuid: UUID,
         update: CallUpdate,
         ringTimeoutSeconds: Double? = nil
-    ) throws(IncomingCallError) {
+    ) throws(FilterError) {
         if let refusal = admission.refusal(uuid: uuid, update: update) {
             throw refuse(uuid, refusal)
         }
@@ -85,7 +86,7 @@ public actor CallProvider {
             shown.hasVideo = false
             logger.info("video call rings as audio: video not supported", metadata: ["callID": "\(uuid)"])
         }
-        let reportedAt = now()
+        let reportedAt = self.clock.date
         let timeout = max(0, ringTimeoutSeconds ?? configuration.defaultRingTimeoutSeconds)
         calls[uuid] = LiveCall(update: shown, state: .ringing, ringDeadline: reportedAt.addingTimeInterval(timeout))
         liveIDs.insert(uuid)
@@ -107,12 +108,11 @@ public actor CallProvider {
     ///   - update: Who called.
     ///   - refusal: Why the call did not ring.
     ///   - date: When it was refused; nil means now.
-    public func reportRefusedCall(uuid: UUID, update: CallUpdate, refusal: IncomingCallError.Code, at date: Date? = nil)
-    {
+    public func reportRefusedCall(uuid: UUID, update: CallUpdate, refusal: FilterError.Code, at date: Date? = nil) {
         guard calls[uuid] == nil else { return }
         remember(uuid)
         logger.info("refused call missed", metadata: ["callID": "\(uuid)", "code": "\(refusal)"])
-        emit(.missed, uuid, update, reason: .refused(refusal), at: date ?? now())
+        emit(.missed, uuid, update, reason: .refused(refusal), at: date ?? self.clock.date)
     }
 
     /// Restores a call that was ringing before the process restarted, without a second `ringing` event.
@@ -150,17 +150,17 @@ public actor CallProvider {
             return false
         }
         let missed = call.state == .ringing && (reason == .unanswered || reason == .remoteEnded)
-        finish(uuid, call, event: missed ? .missed : .ended, reason: reason, at: endedAt ?? now())
+        finish(uuid, call, event: missed ? .missed : .ended, reason: reason, at: endedAt ?? self.clock.date)
         return true
     }
 
     /// The user answers a ringing call.
     ///
-    /// - Throws: ``CallActionError`` `unknownCallUUID` for no live call, `invalidAction` if already answered.
-    public func answer(_ uuid: UUID) throws(CallActionError) {
+    /// - Throws: ``FilterError`` `unknownCallUUID` for no live call, `invalidAction` if already answered.
+    public func answer(_ uuid: UUID) throws(FilterError) {
         guard var call = calls[uuid] else { throw unknown(uuid) }
         guard call.state == .ringing else {
-            throw CallActionError(
+            throw FilterError(
                 code: .invalidAction,
                 message: "call \(uuid) is \(call.state), only a ringing call can be answered"
             )
@@ -169,32 +169,32 @@ public actor CallProvider {
         call.ringDeadline = nil
         calls[uuid] = call
         logger.info("call answered", metadata: ["callID": "\(uuid)"])
-        emit(.answered, uuid, call.update, reason: nil, at: now())
+        emit(.answered, uuid, call.update, reason: nil, at: self.clock.date)
     }
 
     /// The user declines a ringing call.
     ///
-    /// - Throws: ``CallActionError`` `unknownCallUUID` for no live call, `invalidAction` for an answered call (use ``end(_:)``).
-    public func decline(_ uuid: UUID) throws(CallActionError) {
+    /// - Throws: ``FilterError`` `unknownCallUUID` for no live call, `invalidAction` for an answered call (use ``end(_:)``).
+    public func decline(_ uuid: UUID) throws(FilterError) {
         guard let call = calls[uuid] else { throw unknown(uuid) }
         guard call.state == .ringing else {
-            throw CallActionError(
+            throw FilterError(
                 code: .invalidAction,
                 message: "call \(uuid) is \(call.state); end it instead of declining"
             )
         }
-        finish(uuid, call, event: .declined, reason: .declined, at: now())
+        finish(uuid, call, event: .declined, reason: .declined, at: self.clock.date)
     }
 
     /// The user ends a call: an answered call ends as `localEnded`, a ringing one is declined.
     ///
-    /// - Throws: ``CallActionError`` `unknownCallUUID` for no live call.
-    public func end(_ uuid: UUID) throws(CallActionError) {
+    /// - Throws: ``FilterError`` `unknownCallUUID` for no live call.
+    public func end(_ uuid: UUID) throws(FilterError) {
         guard let call = calls[uuid] else { throw unknown(uuid) }
         if call.state == .ringing {
-            finish(uuid, call, event: .declined, reason: .declined, at: now())
+            finish(uuid, call, event: .declined, reason: .declined, at: self.clock.date)
         } else {
-            finish(uuid, call, event: .ended, reason: .localEnded, at: now())
+            finish(uuid, call, event: .ended, reason: .localEnded, at: self.clock.date)
         }
     }
 
@@ -271,12 +271,12 @@ public actor CallProvider {
         for sink in sinks { sink.emit(event) }
     }
 
-    private func refuse(_ uuid: UUID, _ error: IncomingCallError) -> IncomingCallError {
+    private func refuse(_ uuid: UUID, _ error: FilterError) -> FilterError {
         logger.info("call refused", metadata: ["callID": "\(uuid)", "code": "\(error.code)"])
         return error
     }
 
-    private func unknown(_ uuid: UUID) -> CallActionError {
-        CallActionError(code: .unknownCallUUID, message: "no live call has id \(uuid); it never rang or already ended")
+    private func unknown(_ uuid: UUID) -> FilterError {
+        FilterError(code: .unknownCallUUID, message: "no live call has id \(uuid); it never rang or already ended")
     }
 }

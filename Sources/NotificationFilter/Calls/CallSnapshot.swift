@@ -34,11 +34,11 @@ public struct HandoffOutcome: Hashable, Sendable {
     /// Whether the call is ringing after the handoff.
     public var ringing: Bool
     /// Why the provider refused the call, if it did (the report still counts).
-    public var refusal: IncomingCallError.Code?
+    public var refusal: FilterError.Code?
     /// The reason the call was ended right after its report, for a stale handoff.
     public var endedAtOnce: CallEndedReason?
 
-    public init(reported: Bool, ringing: Bool, refusal: IncomingCallError.Code?, endedAtOnce: CallEndedReason?) {
+    public init(reported: Bool, ringing: Bool, refusal: FilterError.Code?, endedAtOnce: CallEndedReason?) {
         self.reported = reported
         self.ringing = ringing
         self.refusal = refusal

@@ -1,14 +1,6 @@
 import Locking
 public import Logging
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A sink that runs a command for each event, with the event's JSON line on the command's stdin.
 ///
 /// The command is started with `posix_spawnp` (no shell unless you name one, for example
@@ -34,15 +26,15 @@ public final class HookCommandCallEventSink: CallEventSink {
     ///   - timeout: How long a hook may run before it is killed. Default 10 s.
     ///   - maximumConcurrent: How many hooks may run at once. Default 8.
     ///   - logger: Where spawn failures, non-zero exits and timeouts are logged.
-    /// - Throws: ``CallSinkError`` `.invalidHookCommand` for an empty command.
+    /// - Throws: ``FilterError`` `.invalidHookCommand` for an empty command.
     public init(
         arguments: [String],
         timeout: Duration = .seconds(10),
         maximumConcurrent: Int = 8,
         logger: Logger
-    ) throws(CallSinkError) {
+    ) throws(FilterError) {
         guard let program = arguments.first, !program.isEmpty else {
-            throw CallSinkError(code: .invalidHookCommand, message: "the call hook command is empty; name a program")
+            throw FilterError(code: .invalidHookCommand, message: "the call hook command is empty; name a program")
         }
         self.arguments = arguments
         self.timeout = timeout
@@ -56,10 +48,10 @@ public final class HookCommandCallEventSink: CallEventSink {
     ///   - command: The shell command line, for example `cat >> /var/log/calls.jsonl`.
     ///   - timeout: How long a hook may run before it is killed. Default 10 s.
     ///   - logger: Where spawn failures, non-zero exits and timeouts are logged.
-    /// - Throws: ``CallSinkError`` `.invalidHookCommand` for an empty command.
-    public convenience init(command: String, timeout: Duration = .seconds(10), logger: Logger) throws(CallSinkError) {
+    /// - Throws: ``FilterError`` `.invalidHookCommand` for an empty command.
+    public convenience init(command: String, timeout: Duration = .seconds(10), logger: Logger) throws(FilterError) {
         guard !command.allSatisfy(\.isWhitespace) else {
-            throw CallSinkError(code: .invalidHookCommand, message: "the call hook command is empty; name a command")
+            throw FilterError(code: .invalidHookCommand, message: "the call hook command is empty; name a command")
         }
         try self.init(arguments: ["/bin/sh", "-c", command], timeout: timeout, logger: logger)
     }
@@ -103,94 +95,52 @@ public final class HookCommandCallEventSink: CallEventSink {
         return true
     }
 
-    private func spawn(line: [UInt8]) -> pid_t? {
-        var sockets: [Int32] = [-1, -1]
-        #if canImport(Darwin)
-        let socketType = SOCK_STREAM
-        #else
-        let socketType = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-        #endif
-        guard socketpair(AF_UNIX, socketType, 0, &sockets) == 0 else {
-            logger.error("call hook: socketpair failed", metadata: ["errno": "\(errno)"])
+    private func spawn(line: [UInt8]) -> Int32? {
+        switch Platform.spawn(self.arguments, standardInput: line) {
+        case .failure(.socketPair(let errno)):
+            self.logger.error("call hook: socketpair failed", metadata: ["errno": "\(errno)"])
             return nil
-        }
-        #if canImport(Darwin)
-        _ = fcntl(sockets[0], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(sockets[1], F_SETFD, FD_CLOEXEC)
-        var noSigPipe: Int32 = 1
-        _ = setsockopt(sockets[0], SOL_SOCKET, SO_NOSIGPIPE, &noSigPipe, socklen_t(MemoryLayout<Int32>.size))
-        var actions: posix_spawn_file_actions_t? = nil
-        #else
-        var actions = posix_spawn_file_actions_t()
-        #endif
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, sockets[1], STDIN_FILENO)
-        posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0)
-
-        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let rc = posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ)
-        close(sockets[1])
-        guard rc == 0 else {
-            close(sockets[0])
-            logger.error("call hook could not start", metadata: ["program": "\(arguments[0])", "errno": "\(rc)"])
+        case .failure(.spawn(let errno)):
+            self.logger.error(
+                "call hook could not start",
+                metadata: ["program": "\(self.arguments[0])", "errno": "\(errno)"]
+            )
             return nil
-        }
-        let failure = line.withUnsafeBytes { sendAll(sockets[0], $0) }
-        close(sockets[0])
-        if failure != 0 {
-            logger.warning("call hook did not take the whole event", metadata: ["errno": "\(failure)"])
-        }
-        return pid
-    }
-
-    /// Sends every byte without blocking and without SIGPIPE; returns 0 or the errno that stopped it.
-    private func sendAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
-        #if canImport(Darwin)
-        let flags = MSG_DONTWAIT
-        #else
-        let flags = Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)
-        #endif
-        var offset = 0
-        while offset < bytes.count {
-            let sent = send(fd, bytes.baseAddress! + offset, bytes.count - offset, flags)
-            if sent < 0 {
-                if errno == EINTR { continue }
-                return errno
+        case .success(let spawned):
+            if spawned.sendFailure != 0 {
+                self.logger.warning(
+                    "call hook did not take the whole event",
+                    metadata: ["errno": "\(spawned.sendFailure)"]
+                )
             }
-            offset += sent
+            return spawned.pid
         }
-        return 0
     }
 
-    private static func reap(pid: pid_t, timeout: Duration, logger: Logger) async {
+    private static func reap(pid: Int32, timeout: Duration, logger: Logger) async {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         var delay = Duration.milliseconds(5)
-        var status: Int32 = 0
         while true {
-            let rc = waitpid(pid, &status, WNOHANG)
-            if rc == pid { break }
-            if rc < 0 && errno != EINTR {
+            switch Platform.reap(pid) {
+            case .running:
+                break
+            case .failed(let errno):
                 logger.error("call hook: waitpid failed", metadata: ["errno": "\(errno)"])
+                return
+            case .exited(let exitCode, let signal):
+                if signal != 0 || exitCode != 0 {
+                    logger.warning("call hook failed", metadata: ["exitCode": "\(exitCode)", "signal": "\(signal)"])
+                }
                 return
             }
             if clock.now >= deadline {
-                kill(pid, SIGKILL)
-                _ = waitpid(pid, &status, 0)
+                Platform.terminate(pid)
                 logger.warning("call hook killed after timeout", metadata: ["timeout": "\(timeout)"])
                 return
             }
             try? await Task.sleep(for: delay)
             delay = min(delay * 2, .milliseconds(200))
-        }
-        // WIFEXITED / WEXITSTATUS are macros; decode the status word by hand.
-        let signal = status & 0x7f
-        let exitCode = (status >> 8) & 0xff
-        if signal != 0 || exitCode != 0 {
-            logger.warning("call hook failed", metadata: ["exitCode": "\(exitCode)", "signal": "\(signal)"])
         }
     }
 }

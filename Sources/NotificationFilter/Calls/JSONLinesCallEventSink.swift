@@ -1,27 +1,20 @@
 import Locking
 public import Logging
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemPackage
 
 /// A sink that appends each event as one JSON line to a file descriptor (a file or stdout).
 ///
-/// It writes with POSIX `write(2)` (no `FileHandle`, no buffering beyond one line), so a line is on
-/// its way to the file before ``emit(_:)`` returns and a killed process loses at most the line
-/// being written. Lines from concurrent emits never interleave. Write failures are logged once per
-/// errno and dropped. Writing to a closed pipe raises SIGPIPE: a daemon that writes events to
+/// It writes whole lines with swift-system's `FileDescriptor` (EINTR and short writes retried there; no
+/// `FileHandle`, no buffering beyond one line), so a line is on its way to the file before ``emit(_:)`` returns and a
+/// killed process loses at most the line being written. Lines from concurrent emits never interleave. Write failures
+/// are logged once per errno and dropped. Writing to a closed pipe raises SIGPIPE: a daemon that writes events to
 /// stdout should ignore SIGPIPE.
 public final class JSONLinesCallEventSink: CallEventSink {
     private struct State {
         var lastLoggedErrno: Int32 = 0
     }
 
-    private let fd: Int32
+    private let fd: FileDescriptor
     private let ownsDescriptor: Bool
     private let logger: Logger
     private let state = PThreadMutex(State())
@@ -32,7 +25,7 @@ public final class JSONLinesCallEventSink: CallEventSink {
     ///   - fileDescriptor: The descriptor (for example `STDOUT_FILENO`).
     ///   - logger: Where write failures are logged.
     public init(fileDescriptor: Int32, logger: Logger) {
-        self.fd = fileDescriptor
+        self.fd = FileDescriptor(rawValue: fileDescriptor)
         self.ownsDescriptor = false
         self.logger = logger
     }
@@ -42,77 +35,47 @@ public final class JSONLinesCallEventSink: CallEventSink {
     /// - Parameters:
     ///   - path: The events file.
     ///   - logger: Where write failures are logged.
-    /// - Throws: ``CallSinkError`` when the file cannot be opened.
-    public init(path: String, logger: Logger) throws(CallSinkError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw CallSinkError(
+    /// - Throws: ``FilterError`` `.cannotOpen` when the file cannot be opened.
+    public init(path: String, logger: Logger) throws(FilterError) {
+        do {
+            self.fd = try FileDescriptor.open(
+                FilePath(path),
+                .writeOnly,
+                options: [.create, .append, .closeOnExec],
+                permissions: [.ownerReadWrite]
+            )
+        } catch {
+            let errno = (error as? Errno).map { "errno \($0.rawValue)" } ?? "\(error)"
+            throw FilterError(
                 code: .cannotOpen,
-                message:
-                    "cannot open call events file \(path) (errno \(errno)); check the directory exists and is writable"
+                message: "cannot open call events file \(path) (\(errno)); check the directory exists and is writable"
             )
         }
-        self.fd = fd
         self.ownsDescriptor = true
         self.logger = logger
     }
 
     deinit {
-        if ownsDescriptor { close(fd) }
+        if self.ownsDescriptor { try? self.fd.close() }
     }
 
     public func emit(_ event: CallEvent) {
         var line = Array((event.jsonLine() + "\n").utf8)
-        state.withLock { state in
-            let failure = line.withUnsafeMutableBytes { writeAll(fd, UnsafeRawBufferPointer($0)) }
+        self.state.withLock { state in
+            var failure: Int32 = 0
+            do {
+                _ = try self.fd.writeAll(line)
+            } catch {
+                failure = (error as? Errno)?.rawValue ?? -1
+            }
             if failure != 0, failure != state.lastLoggedErrno {
                 state.lastLoggedErrno = failure
-                logger.error("cannot write call event", metadata: ["errno": "\(failure)", "event": "\(event.event)"])
+                self.logger.error(
+                    "cannot write call event",
+                    metadata: ["errno": "\(failure)", "event": "\(event.event)"]
+                )
             }
         }
         line.removeAll()
     }
-}
-
-/// Writes every byte, retrying short writes and EINTR; returns 0 or the errno that stopped it.
-func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32 {
-    var offset = 0
-    while offset < bytes.count {
-        let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-        if written < 0 {
-            if errno == EINTR { continue }
-            return errno
-        }
-        offset += written
-    }
-    return 0
-}
-
-/// Why a call event sink could not be set up. Equality is on ``code`` only.
-public struct CallSinkError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The failure, as a stable, extensible value.
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-
-        /// The events file could not be opened.
-        public static let cannotOpen = Self(rawValue: "cannotOpen")
-        /// The hook command is empty.
-        public static let invalidHookCommand = Self(rawValue: "invalidHookCommand")
-
-        public var description: String { rawValue }
-    }
-
-    public let code: Code
-    /// What was wrong and what to do about it.
-    public let message: String
-
-    public init(code: Code, message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    public var description: String { "CallSinkError.\(code): \(message)" }
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

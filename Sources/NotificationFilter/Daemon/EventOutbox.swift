@@ -24,7 +24,7 @@ public final class EventOutbox: CallEventSink, Sendable {
     ///   - forward: another sink each new event also goes to (the hook command).
     public init(store: FilterStateStore, eventsPath: String?, forward: (any CallEventSink)?, logger: Logger) throws {
         self.store = store
-        self.writer = try eventsPath.map { path throws(FilterDaemonError) in
+        self.writer = try eventsPath.map { path throws(FilterError) in
             path == "-" ? LineWriter.standardOutput : try LineWriter.open(path: path)
         }
         self.forward = forward

@@ -59,11 +59,53 @@ public struct FilterAppOptions: Sendable {
     public var deviceToken: String?
     public var policy = FilterPolicy()
     public var callProvider = CallProviderConfiguration()
-    public var now: @Sendable () -> Int64 = { Date().milliseconds }
+    /// The wall clock every part of the filter reads (tests fix or advance it; the executable has only the real one).
+    public var clock: WallClock = .system
 
     public init(accounts: [Account], statePath: String) {
         self.accounts = accounts
         self.statePath = statePath
+    }
+}
+
+extension FilterAppOptions.Account {
+    /// The accounts of an accounts file (`e2ee-filter --config`): `{"accounts":[{"identity":...,"contacts":...}]}`,
+    /// each with the keys of ``FilterAppOptions/Account`` (`name`, `passphrase_file`, `card`, `device_id`).
+    ///
+    /// - Throws: ``FilterError`` `.configUnreadable` when the file cannot be read, `.configInvalid` saying what is
+    ///   wrong (which key is missing or of the wrong type, or that it is not JSON; never a Swift type dump).
+    public static func load(configFile path: String) throws(FilterError) -> [Self] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw FilterError(code: .configUnreadable, message: "cannot read --config \(path): check the path")
+        }
+        struct File: Decodable { var accounts: [FilterAppOptions.Account] }
+        do {
+            return try JSONDecoder().decode(File.self, from: data).accounts
+        } catch {
+            throw FilterError(
+                code: .configInvalid,
+                message: "--config \(path) is not {\"accounts\":[{\"identity\":...,\"contacts\":...}]}: "
+                    + Self.describe(error)
+            )
+        }
+    }
+
+    /// What is wrong with an accounts file, for people.
+    static func describe(_ error: any Error) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+        }
+        switch error as? DecodingError {
+        case .keyNotFound(let key, let context)?:
+            let at = path(context.codingPath)
+            return "\"\(key.stringValue)\" is missing at \(at.isEmpty ? "the top" : at)"
+        case .typeMismatch(_, let context)?, .valueNotFound(_, let context)?:
+            return "\(path(context.codingPath)) has the wrong type (\(context.debugDescription))"
+        case .dataCorrupted(let context)?:
+            return "it is not valid JSON (\(context.debugDescription))"
+        default:
+            return "it cannot be read as JSON"
+        }
     }
 }
 
@@ -79,7 +121,7 @@ public enum FilterApp: Sendable {
 
     /// Builds everything `run` needs.
     ///
-    /// - Throws: a ``FilterDaemonError`` or E2EE error whose message says which file is wrong and what to do.
+    /// - Throws: a ``FilterError`` or E2EE error whose message says which file is wrong and what to do.
     public static func build(_ options: FilterAppOptions, logger: Logger) throws -> Parts {
         let store = try FilterStateStore(path: options.statePath, logger: logger)
         let hook = try options.hookCommand.map { try HookCommandCallEventSink(command: $0, logger: logger) }
@@ -87,7 +129,7 @@ public enum FilterApp: Sendable {
         let reporter = CallKitReporter(
             configuration: options.callProvider,
             sink: outbox,
-            now: options.now,
+            clock: options.clock,
             logger: logger
         )
         let accounts = try options.accounts.map { try self.loadAccount($0, logger: logger) }
@@ -96,7 +138,7 @@ public enum FilterApp: Sendable {
             accounts: accounts,
             policy: options.policy,
             reporter: reporter,
-            now: options.now,
+            clock: options.clock,
             logger: logger
         )
         var configuration = FilterDaemonConfiguration(input: options.input, decisionsPath: options.decisionsPath)
@@ -134,6 +176,38 @@ public enum FilterApp: Sendable {
         return Parts(engine: engine, daemon: daemon, reporter: reporter, outbox: outbox)
     }
 
+    /// Decides one payload and returns the lines to print, as `e2ee-filter once` (an extension launched per push)
+    /// does: this payload's one decision, after the payloads a locked `run` kept (they are older) are decided and
+    /// recorded; while the keys are locked, the payload is kept for `run` and its line is the generic fallback
+    /// alert.
+    ///
+    /// - Parameters:
+    ///   - payload: a request line or an APNs body (trailing newlines are ignored).
+    ///   - options: the same options as `run`; the state file is shared with it, so both decide alike.
+    /// - Throws: what ``build(_:logger:)`` throws, and the state file's errors.
+    public static func once(_ payload: [UInt8], options: FilterAppOptions, logger: Logger) async throws -> [String] {
+        var end = payload.endIndex
+        while end > payload.startIndex, payload[end - 1] == 0x0A || payload[end - 1] == 0x0D { end -= 1 }
+        let parts = try self.build(options, logger: logger)
+        // Payloads a locked `run` kept are decided (and logged) before this newer one, which would otherwise wait
+        // behind them.
+        if await !parts.engine.isLocked, await parts.engine.hasKeptPayloads {
+            _ = try await parts.engine.decideKept()
+        }
+        let outcome = try await parts.engine.process(
+            [PayloadInput.parse(line: Array(payload[..<end]), defaultSeq: 1)],
+            deduplicateBySeq: false
+        )
+        var lines = outcome.lines
+        if outcome.decisions.isEmpty && outcome.keptWhileLocked > 0 {
+            // Keys are locked: the payload is kept for `run` to decide after unlock; show the generic alert.
+            var decision = FilterDecision(seq: 1, apnsID: nil, decision: .fallback, reason: .locked)
+            decision.alert = FilterDecision.fallbackAlert
+            lines.append(decision.jsonLine())
+        }
+        return lines
+    }
+
     /// Loads one account: unlocked if its identity is plain or its passphrase file is there, else locked.
     ///
     /// The own device list is `--card`, else the contacts folder's list of the account's user id. Given with
@@ -151,7 +225,7 @@ public enum FilterApp: Sendable {
                 options.name ?? card?.userID
                 ?? (fileName.hasSuffix(".identity") ? String(fileName.dropLast(9)) : fileName)
             let ownList = card ?? contacts.lists[name]
-            let device = try ownList.map { list throws(FilterDaemonError) in
+            let device = try ownList.map { list throws(FilterError) in
                 try self.ownDevice(in: list, deviceID: options.deviceID, card: options.card ?? options.contacts)
             }
             return FilterAccount(
@@ -180,7 +254,7 @@ public enum FilterApp: Sendable {
         logger: Logger
     ) throws -> FilterAccount {
         if let deviceID = options.deviceID, deviceID != identity.deviceID {
-            throw FilterDaemonError(
+            throw FilterError(
                 "--device-id \(deviceID) does not match the identity \(options.identity), which is device "
                     + "\(identity.deviceID): leave --device-id out, or pass this device's identity"
             )
@@ -188,13 +262,13 @@ public enum FilterApp: Sendable {
         var ownList = card
         if let list = card {
             guard list.userID == identity.userID else {
-                throw FilterDaemonError(
+                throw FilterError(
                     "--card \(options.card ?? "") is \(list.userID)'s device list, but the identity is "
                         + "\(identity.userID)'s: pass this user's own device list"
                 )
             }
             guard list.device(named: identity.deviceID)?.signingKey == identity.signingKey.publicKey else {
-                throw FilterDaemonError(
+                throw FilterError(
                     "--card \(options.card ?? "") (\(list.userID)'s device list, version \(list.listVersion), devices "
                         + "\(list.devices.map(\.deviceID).joined(separator: ", "))) does not list this device "
                         + "\(identity.deviceID) with its signing key: sign this device in and pass the new list"
@@ -218,11 +292,11 @@ public enum FilterApp: Sendable {
         in list: DeviceList,
         deviceID: String?,
         card: String
-    ) throws(FilterDaemonError) -> DeviceList.Device {
+    ) throws(FilterError) -> DeviceList.Device {
         let names = list.devices.map(\.deviceID).joined(separator: ", ")
         if let deviceID {
             guard let device = list.device(named: deviceID) else {
-                throw FilterDaemonError(
+                throw FilterError(
                     "--device-id \(deviceID): \(card) (\(list.userID)'s device list) has no such device "
                         + "(devices: \(names)); pass one of them"
                 )
@@ -230,7 +304,7 @@ public enum FilterApp: Sendable {
             return device
         }
         guard list.devices.count == 1 else {
-            throw FilterDaemonError(
+            throw FilterError(
                 "the identity is locked and \(card) lists \(list.devices.count) devices of \(list.userID) "
                     + "(\(names)): pass --device-id to say which one this device is"
             )
@@ -244,13 +318,13 @@ public enum FilterApp: Sendable {
     /// under this file name...) is refused on its own: logged once as an error (its path and what is wrong, never key bytes) and left out, so the other
     /// contacts keep working and the refused card's sender is an unknown sender.
     ///
-    /// - Throws: ``FilterDaemonError`` when the folder itself cannot be read.
+    /// - Throws: ``FilterError`` when the folder itself cannot be read.
     public static func loadContacts(folder: String, logger: Logger) throws -> ContactBook {
         let names: [String]
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: folder)
         } catch {
-            throw FilterDaemonError("cannot read the contacts folder \(folder): check the path")
+            throw FilterError("cannot read the contacts folder \(folder): check the path")
         }
         var book = ContactBook()
         for name in names.sorted() where name.hasSuffix(".card.json") {

@@ -1,12 +1,8 @@
 public import E2EECore
 public import Logging
 public import ServiceLifecycle
+import SystemPackage
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -83,7 +79,7 @@ public final class FilterDaemon: Service, Sendable {
 
     public func run() async throws {
         let output =
-            try self.configuration.decisionsPath.map { path throws(FilterDaemonError) in try LineWriter.open(path: path)
+            try self.configuration.decisionsPath.map { path throws(FilterError) in try LineWriter.open(path: path)
             } ?? LineWriter.standardOutput
         let spoolPath: String?
         let source: LineSource
@@ -94,18 +90,18 @@ public final class FilterDaemon: Service, Sendable {
             source = LineSource(fd: 0, startOffset: 0, follow: false, maximumLineLength: PayloadInput.maximumLineLength)
         case .spool(let path):
             spoolPath = path
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else {
-                throw FilterDaemonError(
-                    "cannot open the spool \(path): \(String(cString: strerror(errno))); check the path"
-                )
+            let fd: FileDescriptor
+            do {
+                fd = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec])
+            } catch {
+                throw FilterError("cannot open the spool \(path): \(error); check the path")
             }
             let progress = try self.engine.store.transaction { tx in try tx.spoolProgress(path: path) }
             let offset = progress?.byteOffset ?? 0
             startSeq = progress?.lastSeq ?? 0
-            lseek(fd, off_t(offset), SEEK_SET)
+            _ = try? fd.seek(offset: offset, from: .start)
             source = LineSource(
-                fd: fd,
+                fd: fd.rawValue,
                 startOffset: offset,
                 follow: !self.configuration.exitAtEndOfInput,
                 maximumLineLength: PayloadInput.maximumLineLength
@@ -153,7 +149,7 @@ public final class FilterDaemon: Service, Sendable {
         let firstSeq = startSeq
         let inputCount = try await cancelWhenGracefulShutdown {
             var sincePrune = 0
-            var lastPruneMs = self.engine.now()
+            var lastPruneMs = self.engine.clock.nowMs
             var writtenThrough: Int64? = nil
             // Two stages: the next batches are read, parsed and opened (decrypted and verified, the expensive half)
             // while this one is decided and committed, so both cores work. Lines are read in order, one batch
@@ -214,7 +210,7 @@ public final class FilterDaemon: Service, Sendable {
                 try output.write(outcome.lines)
                 if let last = outcome.decisions.last?.seq { writtenThrough = max(writtenThrough ?? last, last) }
                 sincePrune += opened.inputs.count
-                let nowMs = self.engine.now()
+                let nowMs = self.engine.clock.nowMs
                 if sincePrune >= self.configuration.pruneEveryPayloads
                     || nowMs - lastPruneMs >= self.configuration.pruneIntervalMs
                 {

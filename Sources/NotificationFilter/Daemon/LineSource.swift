@@ -2,12 +2,6 @@ import Dispatch
 import Locking
 import SystemPackage
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Reads newline-terminated lines from a file descriptor (stdin, or a spool file that keeps growing), without
 /// Foundation and without blocking the cooperative thread pool: each `read(2)` (swift-system's, which retries on
 /// EINTR) runs on a dispatch queue.
@@ -65,15 +59,10 @@ final class LineSource: Sendable {
         }
     }
 
-    /// The index of the first newline of `buffer` at or after `index` (`memchr`: a line is about 2.5 KB, and a
-    /// byte-by-byte search was 1% of the filter's instructions).
+    /// The index of the first newline of `buffer` at or after `index` (`memchr`, ``Platform/firstNewline(in:from:)``:
+    /// docs/BENCHMARKS.md has what a byte-by-byte search cost).
     private static func newline(in buffer: [UInt8], from index: Int) -> Int? {
-        buffer.withUnsafeBufferPointer { bytes in
-            guard index < bytes.count, let base = bytes.baseAddress,
-                let found = memchr(base + index, 0x0A, bytes.count - index)
-            else { return nil }
-            return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
-        }
+        Platform.firstNewline(in: buffer, from: index)
     }
 
     private func takeLines(limit: Int) -> ([Line], Bool) {

@@ -21,7 +21,7 @@ final class LineWriter: @unchecked Sendable {
 
     /// Opens (creating, mode 0600: decisions carry decrypted text) a file for appending, after cutting a partial
     /// last line.
-    static func open(path: String) throws(FilterDaemonError) -> LineWriter {
+    static func open(path: String) throws(FilterError) -> LineWriter {
         let fd: FileDescriptor
         do {
             fd = try FileDescriptor.open(
@@ -31,7 +31,7 @@ final class LineWriter: @unchecked Sendable {
                 permissions: [.ownerRead, .ownerWrite]
             )
         } catch {
-            throw FilterDaemonError("cannot open \(path) for writing: \(error)")
+            throw FilterError("cannot open \(path) for writing: \(error)")
         }
         let writer = LineWriter(fd: fd, path: path)
         let size = (try? fd.seek(offset: 0, from: .end)) ?? 0
@@ -85,7 +85,7 @@ final class LineWriter: @unchecked Sendable {
     }
 
     /// Writes lines, each followed by a newline, in as few `write(2)` calls as possible.
-    func write(_ lines: [String]) throws(FilterDaemonError) {
+    func write(_ lines: [String]) throws(FilterError) {
         guard !lines.isEmpty else { return }
         var bytes: [UInt8] = []
         for line in lines {
@@ -95,18 +95,11 @@ final class LineWriter: @unchecked Sendable {
         do {
             _ = try self.fd.writeAll(bytes)
         } catch {
-            throw FilterDaemonError("cannot write output: \(error)")
+            throw FilterError("cannot write output: \(error)")
         }
     }
 
     deinit {
         if self.path != nil { try? self.fd.close() }
     }
-}
-
-/// An error of the daemon's own I/O: what went wrong and what to do.
-public struct FilterDaemonError: Error, Sendable, CustomStringConvertible {
-    public let message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { self.message }
 }

@@ -1,12 +1,7 @@
 public import E2EECore
 import Locking
 public import Logging
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemPackage
 
 /// Unlocks locked accounts from their passphrase files, polled by the daemon's ticker.
 ///
@@ -121,17 +116,12 @@ public final class PassphraseUnlocker: Sendable {
     }
 
     static func version(of path: String) -> FileVersion? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        #if canImport(Darwin)
-        let modified = info.st_mtimespec
-        #else
+        guard let info = try? Stat(FilePath(path)) else { return nil }
         let modified = info.st_mtim
-        #endif
         return FileVersion(
-            device: UInt64(info.st_dev),
-            inode: UInt64(info.st_ino),
-            size: Int64(info.st_size),
+            device: UInt64(info.deviceID.rawValue),
+            inode: UInt64(info.inode.rawValue),
+            size: info.size,
             modifiedSeconds: Int(modified.tv_sec),
             modifiedNanoseconds: Int(modified.tv_nsec)
         )

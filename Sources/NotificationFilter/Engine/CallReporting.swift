@@ -25,7 +25,7 @@ public protocol CallReporting: Sendable {
     func admission() async -> CallAdmission
     /// An invite the provider refuses (``admission()`` said so) was decided as a missed call: record it as missed
     /// (a `missed` event) instead of ringing.
-    func reportRefused(_ handoff: FilterDecision.Handoff, refusal: IncomingCallError.Code, atMs: Int64) async
+    func reportRefused(_ handoff: FilterDecision.Handoff, refusal: FilterError.Code, atMs: Int64) async
     /// A call that should ring now (`reportNewIncomingVoIPPushPayload`).
     func handOff(_ handoff: FilterDecision.Handoff) async
     /// A call handed off earlier ends.

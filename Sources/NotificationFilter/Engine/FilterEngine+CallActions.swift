@@ -62,8 +62,8 @@ extension FilterEngine {
     /// - Returns: the cancels to send: on answer `answeredElsewhere` to the account's own user (every device of
     ///   it, this one included, which silences its echo: `own-echo`), on decline `declinedElsewhere` to the own user
     ///   and to the inviter.
-    /// - Throws: ``CallActionError`` `unknownAccount`, `unknownCallUUID` (no such call here), `invalidAction` (the
-    ///   call is not ringing: already answered, declined, ended or missed); ``FilterStateError`` for the state.
+    /// - Throws: ``FilterError`` `unknownAccount`, `unknownCallUUID` (no such call here), `invalidAction` (the
+    ///   call is not ringing: already answered, declined, ended or missed); ``FilterError`` for the state.
     public func perform(
         _ action: CallUserAction,
         callID: UUID,
@@ -74,7 +74,7 @@ extension FilterEngine {
         let account: FilterAccount
         if let name {
             guard let found = self.accounts.first(where: { $0.name == name }) else {
-                throw CallActionError(
+                throw FilterError(
                     code: .unknownAccount,
                     message: "no account is named \"\(name)\" (accounts: \(self.accountNames))"
                 )
@@ -82,7 +82,7 @@ extension FilterEngine {
             account = found
         } else {
             guard self.accounts.count == 1 else {
-                throw CallActionError(
+                throw FilterError(
                     code: .unknownAccount,
                     message:
                         "this filter serves \(self.accounts.count) accounts (\(self.accountNames)): pass --account NAME"
@@ -90,17 +90,17 @@ extension FilterEngine {
             }
             account = self.accounts[0]
         }
-        let nowMs = self.now()
+        let nowMs = self.clock.nowMs
         let caller = try self.store.transaction { tx -> String? in
             guard let state = try tx.callState(account: account.name, callID: callID) else {
-                throw CallActionError(
+                throw FilterError(
                     code: .unknownCallUUID,
                     message: "account \(account.name) knows no call \(callID.uuidText): it never rang on this "
                         + "device (check the call id in the decisions or call events), or it was pruned"
                 )
             }
             guard state.state == .ringing else {
-                throw CallActionError(
+                throw FilterError(
                     code: .invalidAction,
                     message: "call \(callID.uuidText) is \(state.state)"
                         + (state.endReason.map { " (\($0))" } ?? "")
@@ -191,9 +191,6 @@ struct CancelRequestLine: Encodable {
     }
 
     func jsonLine() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Strings only: encoding cannot fail.
-        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        JSONLine.encode(self)
     }
 }

@@ -19,7 +19,7 @@ public actor FilterEngine {
     public private(set) var accounts: [FilterAccount]
     public let policy: FilterPolicy
     let reporter: any CallReporting
-    let now: @Sendable () -> Int64
+    let clock: WallClock
     let logger: Logger
 
     /// The accounts as opening needs them (with the key id → account index), readable outside the actor
@@ -37,21 +37,21 @@ public actor FilterEngine {
     ///   - accounts: the accounts served; payloads are mapped to them by recipient key id.
     ///   - policy: the rules.
     ///   - reporter: where calls that should ring are handed off.
-    ///   - now: the clock, milliseconds since the epoch.
+    ///   - clock: the wall clock.
     ///   - logger: decisions are logged as codes only: never keys, plaintext or envelopes.
     public init(
         store: FilterStateStore,
         accounts: [FilterAccount],
         policy: FilterPolicy = FilterPolicy(),
         reporter: any CallReporting,
-        now: @escaping @Sendable () -> Int64,
+        clock: WallClock,
         logger: Logger
     ) throws {
         self.store = store
         self.accounts = accounts
         self.policy = policy
         self.reporter = reporter
-        self.now = now
+        self.clock = clock
         self.logger = logger
         self.keptWaiting = try store.transaction { tx in try !tx.pendingPayloads(limit: 1).isEmpty }
         self.openContextCopy = PThreadMutex(OpenContext(accounts: accounts, accountByKeyID: Self.index(accounts)))
@@ -111,7 +111,7 @@ public actor FilterEngine {
     /// Nothing is opened while an account is locked (the payloads will be kept).
     public nonisolated func open(_ inputs: [PayloadInput]) async -> OpenedBatch {
         let context = self.openContext
-        let nowMs = self.now()
+        let nowMs = self.clock.nowMs
         let opened = context.isLocked ? nil : await Self.openAll(inputs, context, nowMs: nowMs)
         return OpenedBatch(inputs: inputs, opened: opened, nowMs: nowMs, generation: context.generation)
     }
@@ -122,7 +122,7 @@ public actor FilterEngine {
     ///   - inputs: the payloads, in input order.
     ///   - spool: the spool path and the byte offset just after the last input, committed with the decisions.
     /// - Returns: the committed decisions (and, while locked, how many payloads were kept instead).
-    /// - Throws: a ``FilterStateError`` when the state cannot be written; nothing of the batch is then committed.
+    /// - Throws: a ``FilterError`` when the state cannot be written; nothing of the batch is then committed.
     ///   - deduplicateBySeq: skip inputs whose sequence number was decided before (spool input, whose `seq` is
     ///     unique and stable across restarts). Off for standard input, whose line numbers restart with each run.
     public func process(
@@ -327,7 +327,7 @@ public actor FilterEngine {
                 break
             }
             let inputs = pending.map { PayloadInput.parsePending($0.payload, seq: $0.seq) }
-            let outcome = try await self.decideNow(inputs, spool: nil, deduplicateBySeq: true, nowMs: self.now())
+            let outcome = try await self.decideNow(inputs, spool: nil, deduplicateBySeq: true, nowMs: self.clock.nowMs)
             try self.store.transaction { tx in
                 for item in pending { _ = try tx.deletePending(seq: item.seq) }
             }
@@ -341,7 +341,7 @@ public actor FilterEngine {
 
     /// Ends every ringing call whose ring window has passed: unanswered, recorded as missed.
     public func expireRinging() async throws {
-        let nowMs = self.now()
+        let nowMs = self.clock.nowMs
         let due = try self.store.transaction { tx in try Self.expireRings(dueBy: nowMs, tx: tx) }
         for ring in due {
             await self.reporter.endCall(account: ring.account, callID: ring.callID, cause: .unanswered, atMs: nowMs)
@@ -405,7 +405,7 @@ public actor FilterEngine {
                 try tx.callActions(answeredOnly: true).compactMap(CallActionRecord.init), try tx.remoteDeclines()
             )
         }
-        let nowMs = self.now()
+        let nowMs = self.clock.nowMs
         // `remote-declined` events decided before the crash and perhaps not recorded: the outbox drops a duplicate.
         try await self.reportRemoteDeclines(declines)
         // Refused invites whose `missed` event was lost in a crash: record it now (the decision was committed).
@@ -489,7 +489,7 @@ public actor FilterEngine {
     ///   the decision log.
     @discardableResult
     public func prune(decisionsWrittenThrough seq: Int64?) throws -> PruneCounts {
-        let nowMs = self.now()
+        let nowMs = self.clock.nowMs
         let policy = self.policy
         let counts = try self.store.transaction { tx in
             var counts = PruneCounts()
@@ -518,7 +518,7 @@ public actor FilterEngine {
     enum PostCommit: Sendable {
         case handOff(FilterDecision.Handoff)
         case end(account: String, callID: UUID, cause: CallEndCause, atMs: Int64)
-        case refused(FilterDecision.Handoff, IncomingCallError.Code, atMs: Int64)
+        case refused(FilterDecision.Handoff, FilterError.Code, atMs: Int64)
         case remoteDeclined(RemoteDeclineRecord)
     }
 

@@ -4,17 +4,17 @@ public import E2EECore
 ///
 /// Typed inside the filter and written as its string only at the edges (the decision line's `reason`, the
 /// state's reason columns), through ``rawValue`` and ``init(rawValue:)``. A refused invite's reason carries the
-/// provider's ``IncomingCallError/Code`` (``refusal``) and an opening failure's reason carries its
+/// provider's ``FilterError/Code`` (``refusal``) and an opening failure's reason carries its
 /// ``E2EEError/Code`` (``openingError``): nothing reads them back out of the string. Equality is on the string.
 public struct FilterReason: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     /// The documented string, byte for byte as the decision line and the state carry it.
     public let rawValue: String
     /// The provider's refusal behind a `call-refused-…` reason; nil for any other reason.
-    public let refusal: IncomingCallError.Code?
+    public let refusal: FilterError.Code?
     /// The opening error behind a reason spelled as one of the protocol's error codes; nil for any other reason.
     public let openingError: E2EEError.Code?
 
-    private init(_ rawValue: String, refusal: IncomingCallError.Code? = nil, openingError: E2EEError.Code? = nil) {
+    private init(_ rawValue: String, refusal: FilterError.Code? = nil, openingError: E2EEError.Code? = nil) {
         self.rawValue = rawValue
         self.refusal = refusal
         self.openingError = openingError
@@ -28,7 +28,7 @@ public struct FilterReason: RawRepresentable, Hashable, Sendable, Codable, Custo
         } else if rawValue.hasPrefix(Self.refusedPrefix) {
             self.init(
                 rawValue,
-                refusal: IncomingCallError.Code(rawValue: String(rawValue.dropFirst(Self.refusedPrefix.count)))
+                refusal: FilterError.Code(rawValue: String(rawValue.dropFirst(Self.refusedPrefix.count)))
             )
         } else {
             self.init(rawValue)
@@ -106,7 +106,7 @@ public struct FilterReason: RawRepresentable, Hashable, Sendable, Codable, Custo
 
     /// The reason of a refused invite, carrying its code (nil for `callUUIDAlreadyExists`, which is a duplicate,
     /// not a refusal).
-    public static func callRefused(_ code: IncomingCallError.Code) -> Self? {
+    public static func callRefused(_ code: FilterError.Code) -> Self? {
         switch code {
         case .maximumCallsReached: callRefusedMaximumCallsReached
         case .filteredByDoNotDisturb: callRefusedDoNotDisturb

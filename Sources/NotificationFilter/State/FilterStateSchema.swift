@@ -134,15 +134,15 @@ enum FilterStateSchema {
         """
 
     /// Makes `database` hold the current schema, or throws if it is not ours to change.
-    static func prepare(_ database: StateDatabase, path: String) throws(FilterStateError) {
-        let appID = try database.withStatement("PRAGMA application_id") { statement throws(FilterStateError) in
+    static func prepare(_ database: StateDatabase, path: String) throws(FilterError) {
+        let appID = try database.withStatement("PRAGMA application_id") { statement throws(FilterError) in
             try statement.step() ? statement.int64(0) : 0
         }
-        let version = try database.withStatement("PRAGMA user_version") { statement throws(FilterStateError) in
+        let version = try database.withStatement("PRAGMA user_version") { statement throws(FilterError) in
             try statement.step() ? statement.int64(0) : 0
         }
         let objectCount = try database.withStatement("SELECT count(*) FROM sqlite_schema") {
-            statement throws(FilterStateError) in
+            statement throws(FilterError) in
             try statement.step() ? statement.int64(0) : 0
         }
         if appID == 0 && version == 0 && objectCount == 0 {
@@ -150,14 +150,14 @@ enum FilterStateSchema {
             return
         }
         guard appID == applicationID else {
-            throw FilterStateError(
+            throw FilterError(
                 code: .foreignDatabase,
                 message: "\(path) is an SQLite database of another application (application_id \(appID)); "
                     + "point the filter at its own state file"
             )
         }
         guard version <= currentVersion else {
-            throw FilterStateError(
+            throw FilterError(
                 code: .schemaTooNew,
                 message: "\(path) has state schema version \(version) but this filter knows up to "
                     + "\(currentVersion); upgrade the filter or use a new state file"
@@ -168,7 +168,7 @@ enum FilterStateSchema {
         }
     }
 
-    private static func migrate(_ database: StateDatabase, from version: Int64) throws(FilterStateError) {
+    private static func migrate(_ database: StateDatabase, from version: Int64) throws(FilterError) {
         try database.execute("BEGIN IMMEDIATE")
         do {
             if version < 1 {

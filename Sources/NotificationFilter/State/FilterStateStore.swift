@@ -1,12 +1,7 @@
 import E2EECore
 import Locking
 public import Logging
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemPackage
 
 /// The filter's durable state: one SQLite file, changed only in whole transactions.
 ///
@@ -30,11 +25,11 @@ public final class FilterStateStore: Sendable {
     ///   - path: The SQLite file (its `-wal` and `-shm` companions live beside it).
     ///   - busyTimeoutMilliseconds: How long to wait for another connection's lock before failing.
     ///   - logger: Where open and rollback events are logged (never payloads or message ids).
-    /// - Throws: ``FilterStateError`` with `.corruptDatabase` for a file that is not SQLite,
+    /// - Throws: ``FilterError`` with `.corruptDatabase` for a file that is not SQLite,
     ///   `.foreignDatabase` for another application's database, `.schemaTooNew` for a newer schema,
     ///   `.insecureFile` when the file or its `-wal`/`-shm` companion is readable or writable by group or
     ///   others, or `.sqlite` for I/O and permission failures.
-    public init(path: String, busyTimeoutMilliseconds: Int = 5_000, logger: Logger) throws(FilterStateError) {
+    public init(path: String, busyTimeoutMilliseconds: Int = 5_000, logger: Logger) throws(FilterError) {
         // The file holds call metadata (caller handles, names, times): private to its owner, like a key file.
         // A new file is created 0600 before SQLite opens it; SQLite gives `-wal` and `-shm` the database's mode.
         try Self.requirePrivate(path: path, create: true)
@@ -47,11 +42,11 @@ public final class FilterStateStore: Sendable {
         } catch {
             // SQLite's messages do not name the file: a person needs to know which one.
             guard !error.message.contains(path) else { throw error }
-            throw FilterStateError(
+            throw FilterError(
                 code: error.code,
                 message: "\(path): \(error.message)",
                 sqliteResultCode: error.sqliteResultCode,
-                fileID: error.fileID,
+                file: error.file,
                 line: error.line
             )
         }
@@ -64,16 +59,16 @@ public final class FilterStateStore: Sendable {
     private static func openDatabase(
         path: String,
         busyTimeoutMilliseconds: Int
-    ) throws(FilterStateError)
+    ) throws(FilterError)
         -> StateDatabase
     {
         let database = try StateDatabase(path: path)
         try database.execute("PRAGMA busy_timeout = \(max(0, busyTimeoutMilliseconds))")
-        let mode = try database.withStatement("PRAGMA journal_mode = WAL") { statement throws(FilterStateError) in
+        let mode = try database.withStatement("PRAGMA journal_mode = WAL") { statement throws(FilterError) in
             try statement.step() ? statement.text(0) : ""
         }
         guard mode.lowercased() == "wal" else {
-            throw FilterStateError(
+            throw FilterError(
                 code: .sqlite,
                 message: "\(path) could not be switched to WAL journaling (got '\(mode)'); "
                     + "put the state file on a local file system"
@@ -89,10 +84,9 @@ public final class FilterStateStore: Sendable {
     /// Refuses a file at `path` that group or others may read or write (the same rule as key files,
     /// ``SecretFile/checkPrivate(path:contents:)``); creates it empty with mode 0600 if it is missing and
     /// `create` is true.
-    private static func requirePrivate(path: String, create: Bool) throws(FilterStateError) {
-        var info = stat()
-        if stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
-            throw FilterStateError(
+    private static func requirePrivate(path: String, create: Bool) throws(FilterError) {
+        if let info = try? Stat(FilePath(path)), info.type == .directory {
+            throw FilterError(
                 code: .sqlite,
                 message: "the state file \(path) is a folder: give --state the path of a file in it (e.g. "
                     + "\(path)/e2ee-filter.sqlite)"
@@ -102,27 +96,32 @@ public final class FilterStateStore: Sendable {
         do {
             exists = try SecretFile.checkPrivate(path: path, contents: "the filter's call metadata")
         } catch {
-            throw FilterStateError(code: .insecureFile, message: error.message)
+            throw FilterError(code: .insecureFile, message: error.message)
         }
         guard !exists, create else { return }
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        if fd < 0 && errno == EEXIST {
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(
+                FilePath(path),
+                .writeOnly,
+                options: [.create, .exclusiveCreate, .closeOnExec, .noFollow],
+                permissions: [.ownerReadWrite]
+            )
+        } catch let error as Errno where error == .fileExists {
             // Created by someone else in between: check that one instead.
             try requirePrivate(path: path, create: false)
             return
-        }
-        guard fd >= 0 else {
-            throw FilterStateError(
+        } catch {
+            throw FilterError(
                 code: .sqlite,
-                message: "cannot create the state file \(path): \(String(cString: strerror(errno))); "
-                    + "check that its folder exists and is writable"
+                message: "cannot create the state file \(path): \(error); check that its folder exists and is writable"
             )
         }
-        // The umask can only remove bits; fchmod makes sure nothing else is set either.
-        let ok = fchmod(fd, 0o600) == 0
-        close(fd)
+        // The umask can only remove bits; setting them makes sure nothing else is set either.
+        let ok = Platform.setPermissions(fd, [.ownerReadWrite])
+        try? fd.close()
         guard ok else {
-            throw FilterStateError(
+            throw FilterError(
                 code: .insecureFile,
                 message: "cannot make the new state file \(path) private: run chmod 600 \(path)"
             )
@@ -136,7 +135,7 @@ public final class FilterStateStore: Sendable {
     ///
     /// - Parameter body: The work, given a handle that is valid only during the call.
     /// - Returns: What `body` returned, once the transaction has committed durably.
-    /// - Throws: Whatever `body` threw (after rolling back), or ``FilterStateError`` when SQLite cannot
+    /// - Throws: Whatever `body` threw (after rolling back), or ``FilterError`` when SQLite cannot
     ///   begin or commit.
     // Not specialised: Swift 6.3.1's generic specialiser crashes (forwardToInit, "Cannot initialize a
     // nonCopyable type with a guaranteed value") on this function in release builds.

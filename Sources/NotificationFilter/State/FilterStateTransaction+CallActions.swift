@@ -25,14 +25,14 @@ struct CallActionRow: Sendable, Hashable {
 
 extension FilterStateTransaction {
     /// Records an action once per (account, call, action); a second one is ignored.
-    func insertCallAction(_ row: CallActionRow) throws(FilterStateError) {
+    func insertCallAction(_ row: CallActionRow) throws(FilterError) {
         try self.database.withStatement(
             """
             INSERT OR IGNORE INTO call_action
             (account, call_id, action, at_ms, deadline_ms, caller_handle, display_name, has_video)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
             """
-        ) { s throws(FilterStateError) in
+        ) { s throws(FilterError) in
             try s.bind(row.account, at: 1)
             try s.bind(row.callID.uuidText, at: 2)
             try s.bind(row.action, at: 3)
@@ -46,7 +46,7 @@ extension FilterStateTransaction {
     }
 
     /// Recorded actions in order: those not yet applied (`pendingOnly`), or the answers (`answeredOnly`).
-    func callActions(answeredOnly: Bool, pendingOnly: Bool = false) throws(FilterStateError) -> [CallActionRow] {
+    func callActions(answeredOnly: Bool, pendingOnly: Bool = false) throws(FilterError) -> [CallActionRow] {
         try self.database.withStatement(
             """
             SELECT a.id, a.account, a.call_id, a.action, a.deadline_ms, a.caller_handle, a.display_name, a.has_video,
@@ -55,7 +55,7 @@ extension FilterStateTransaction {
             WHERE (?1 = 0 OR a.action = 'answer') AND (?2 = 0 OR a.applied = 0)
             ORDER BY a.id
             """
-        ) { s throws(FilterStateError) in
+        ) { s throws(FilterError) in
             try s.bind(answeredOnly ? 1 : 0, at: 1)
             try s.bind(pendingOnly ? 1 : 0, at: 2)
             var out: [CallActionRow] = []
@@ -81,10 +81,10 @@ extension FilterStateTransaction {
         }
     }
 
-    func markCallActionsApplied(_ ids: [Int64]) throws(FilterStateError) {
+    func markCallActionsApplied(_ ids: [Int64]) throws(FilterError) {
         for id in ids {
             try self.database.withStatement("UPDATE call_action SET applied = 1 WHERE id = ?1") {
-                s throws(FilterStateError) in
+                s throws(FilterError) in
                 try s.bind(id, at: 1)
                 try s.run()
             }
@@ -92,7 +92,7 @@ extension FilterStateTransaction {
     }
 
     /// Forgets applied actions of calls the state no longer knows (pruned with their calls).
-    func pruneCallActions() throws(FilterStateError) {
+    func pruneCallActions() throws(FilterError) {
         try self.database.execute(
             """
             DELETE FROM call_action WHERE applied = 1 AND NOT EXISTS (

@@ -10,13 +10,13 @@ extension FilterStateTransaction {
     /// Remembers a cancel whose invite has not arrived yet; a later cancel for the same call from the same sender
     /// replaces it (cancels from different senders are kept apart: only the inviter's counts).
     ///
-    /// - Throws: ``FilterStateError`` on a SQLite failure.
-    public func recordEarlyCancel(_ record: EarlyCancelRecord) throws(FilterStateError) {
+    /// - Throws: ``FilterError`` on a SQLite failure.
+    public func recordEarlyCancel(_ record: EarlyCancelRecord) throws(FilterError) {
         try database.withStatement(
             """
             INSERT OR REPLACE INTO early_cancel (account, call_id, sender, reason, at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
             """
-        ) { statement throws(FilterStateError) in
+        ) { statement throws(FilterError) in
             try statement.bind(record.account, at: 1)
             try statement.bind(record.callID.uuidText, at: 2)
             try statement.bind(record.senderUserID ?? "", at: 3)
@@ -35,18 +35,18 @@ extension FilterStateTransaction {
     ///   - callID: The call of the invite.
     ///   - caller: The user id that sent the invite.
     /// - Returns: The caller's cancel (or one stored without a sender), or nil; a second call returns nil.
-    /// - Throws: ``FilterStateError`` on a SQLite failure.
+    /// - Throws: ``FilterError`` on a SQLite failure.
     public func consumeEarlyCancel(
         account: String,
         callID: UUID,
         caller: String
-    ) throws(FilterStateError) -> EarlyCancelRecord? {
+    ) throws(FilterError) -> EarlyCancelRecord? {
         let found = try database.withStatement(
             """
             SELECT reason, at_ms, sender FROM early_cancel WHERE account = ?1 AND call_id = ?2 AND sender IN (?3, '')
             ORDER BY sender DESC LIMIT 1
             """
-        ) { statement throws(FilterStateError) -> EarlyCancelRecord? in
+        ) { statement throws(FilterError) -> EarlyCancelRecord? in
             try statement.bind(account, at: 1)
             try statement.bind(callID.uuidText, at: 2)
             try statement.bind(caller, at: 3)
@@ -61,7 +61,7 @@ extension FilterStateTransaction {
             )
         }
         try database.withStatement("DELETE FROM early_cancel WHERE account = ?1 AND call_id = ?2") {
-            statement throws(FilterStateError) in
+            statement throws(FilterError) in
             try statement.bind(account, at: 1)
             try statement.bind(callID.uuidText, at: 2)
             try statement.run()
@@ -73,11 +73,11 @@ extension FilterStateTransaction {
     /// decides which of them count, docs/PROTOCOL.md §15.1).
     ///
     /// - Returns: The waiting cancels, in sender order; a second call returns none.
-    /// - Throws: ``FilterStateError`` on a SQLite failure.
-    public func consumeEarlyCancels(account: String, callID: UUID) throws(FilterStateError) -> [EarlyCancelRecord] {
+    /// - Throws: ``FilterError`` on a SQLite failure.
+    public func consumeEarlyCancels(account: String, callID: UUID) throws(FilterError) -> [EarlyCancelRecord] {
         let found = try database.withStatement(
             "SELECT reason, at_ms, sender FROM early_cancel WHERE account = ?1 AND call_id = ?2 ORDER BY sender"
-        ) { statement throws(FilterStateError) -> [EarlyCancelRecord] in
+        ) { statement throws(FilterError) -> [EarlyCancelRecord] in
             try statement.bind(account, at: 1)
             try statement.bind(callID.uuidText, at: 2)
             var records: [EarlyCancelRecord] = []
@@ -96,7 +96,7 @@ extension FilterStateTransaction {
             return records
         }
         try database.withStatement("DELETE FROM early_cancel WHERE account = ?1 AND call_id = ?2") {
-            statement throws(FilterStateError) in
+            statement throws(FilterError) in
             try statement.bind(account, at: 1)
             try statement.bind(callID.uuidText, at: 2)
             try statement.run()
@@ -107,10 +107,10 @@ extension FilterStateTransaction {
     /// Forgets cancels that waited since before `olderThanMs` for an invite that never came.
     ///
     /// - Returns: How many cancels were forgotten.
-    /// - Throws: ``FilterStateError`` on a SQLite failure.
+    /// - Throws: ``FilterError`` on a SQLite failure.
     @discardableResult
-    public func pruneEarlyCancels(olderThanMs: Int64) throws(FilterStateError) -> Int {
-        try database.withStatement("DELETE FROM early_cancel WHERE at_ms < ?1") { statement throws(FilterStateError) in
+    public func pruneEarlyCancels(olderThanMs: Int64) throws(FilterError) -> Int {
+        try database.withStatement("DELETE FROM early_cancel WHERE at_ms < ?1") { statement throws(FilterError) in
             try statement.bind(olderThanMs, at: 1)
             try statement.run()
             return database.changes
@@ -121,15 +121,15 @@ extension FilterStateTransaction {
 
     /// Logs a missed call once; returns false if this call was already logged as missed.
     ///
-    /// - Throws: ``FilterStateError`` on a SQLite failure.
+    /// - Throws: ``FilterError`` on a SQLite failure.
     @discardableResult
-    public func recordMissedCall(_ record: MissedCallRecord) throws(FilterStateError) -> Bool {
+    public func recordMissedCall(_ record: MissedCallRecord) throws(FilterError) -> Bool {
         try database.withStatement(
             """
             INSERT OR IGNORE INTO missed_call (account, call_id, caller_handle, display_name, at_ms, reason)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
             """
-        ) { statement throws(FilterStateError) in
+        ) { statement throws(FilterError) in
             try statement.bind(record.account, at: 1)
             try statement.bind(record.callID.uuidText, at: 2)
             try statement.bind(record.callerHandle, at: 3)
@@ -143,14 +143,14 @@ extension FilterStateTransaction {
 
     /// The missed-call log, oldest first, for one account or (nil) all of them.
     ///
-    /// - Throws: ``FilterStateError`` on a SQLite failure.
-    public func missedCalls(account: String? = nil) throws(FilterStateError) -> [MissedCallRecord] {
+    /// - Throws: ``FilterError`` on a SQLite failure.
+    public func missedCalls(account: String? = nil) throws(FilterError) -> [MissedCallRecord] {
         try database.withStatement(
             """
             SELECT account, call_id, caller_handle, display_name, at_ms, reason FROM missed_call
             WHERE ?1 IS NULL OR account = ?1 ORDER BY at_ms, account, call_id
             """
-        ) { statement throws(FilterStateError) in
+        ) { statement throws(FilterError) in
             try statement.bind(account, at: 1)
             var records: [MissedCallRecord] = []
             while try statement.step() {

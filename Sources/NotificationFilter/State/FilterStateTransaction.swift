@@ -7,7 +7,7 @@ public import Foundation
 /// The handle through which one ``FilterStateStore/transaction(_:)`` reads and changes state.
 ///
 /// It is non-copyable and lent to the transaction's closure, so it cannot outlive the transaction.
-/// Every method throws ``FilterStateError``; a thrown error rolls back the whole transaction when it
+/// Every method throws ``FilterError``; a thrown error rolls back the whole transaction when it
 /// leaves the closure.
 public struct FilterStateTransaction: ~Copyable {
     let database: StateDatabase
@@ -29,14 +29,14 @@ public struct FilterStateTransaction: ~Copyable {
     ///   - messageID: The 16-byte message id from the signed payload.
     ///   - sentAtMs: The send time from the signed payload, used by ``pruneReplay(olderThanMs:)``.
     /// - Returns: `true` if the id is new for this sender, `false` if it was seen before.
-    /// - Throws: ``FilterStateError`` `.invalidArgument` unless the id is 16 bytes and the sender is not empty,
+    /// - Throws: ``FilterError`` `.invalidArgument` unless the id is 16 bytes and the sender is not empty,
     ///   or a SQLite failure.
     public func insertMessageID(
         account: String,
         sender: String,
         messageID: [UInt8],
         sentAtMs: Int64
-    ) throws(FilterStateError) -> Bool {
+    ) throws(FilterError) -> Bool {
         guard messageID.count == 16 else {
             throw .invalidArgument("a message id is 16 bytes, got \(messageID.count); pass the id from the payload")
         }
@@ -45,7 +45,7 @@ public struct FilterStateTransaction: ~Copyable {
         }
         let seenWithoutSender = try database.withStatement(
             "SELECT 1 FROM replay WHERE account = ?1 AND sender = '' AND message_id = ?2"
-        ) { statement throws(FilterStateError) in
+        ) { statement throws(FilterError) in
             try statement.bind(account, at: 1)
             try statement.bind(messageID, at: 2)
             return try statement.step()
@@ -53,7 +53,7 @@ public struct FilterStateTransaction: ~Copyable {
         if seenWithoutSender { return false }
         return try database.withStatement(
             "INSERT OR IGNORE INTO replay (account, sender, message_id, sent_at_ms) VALUES (?1, ?2, ?3, ?4)"
-        ) { statement throws(FilterStateError) in
+        ) { statement throws(FilterError) in
             try statement.bind(account, at: 1)
             try statement.bind(sender, at: 2)
             try statement.bind(messageID, at: 3)
@@ -67,10 +67,10 @@ public struct FilterStateTransaction: ~Copyable {
     ///
     /// - Parameter olderThanMs: Ids with a send time strictly below this are removed.
     /// - Returns: How many ids were removed.
-    /// - Throws: ``FilterStateError`` on a SQLite failure.
+    /// - Throws: ``FilterError`` on a SQLite failure.
     @discardableResult
-    public func pruneReplay(olderThanMs: Int64) throws(FilterStateError) -> Int {
-        try database.withStatement("DELETE FROM replay WHERE sent_at_ms < ?1") { statement throws(FilterStateError) in
+    public func pruneReplay(olderThanMs: Int64) throws(FilterError) -> Int {
+        try database.withStatement("DELETE FROM replay WHERE sent_at_ms < ?1") { statement throws(FilterError) in
             try statement.bind(olderThanMs, at: 1)
             try statement.run()
             return database.changes
@@ -81,11 +81,11 @@ public struct FilterStateTransaction: ~Copyable {
 
     /// The remembered state of a call, or nil if the call is unknown.
     ///
-    /// - Throws: ``FilterStateError`` on a SQLite failure.
-    public func callState(account: String, callID: UUID) throws(FilterStateError) -> CallStateRecord? {
+    /// - Throws: ``FilterError`` on a SQLite failure.
+    public func callState(account: String, callID: UUID) throws(FilterError) -> CallStateRecord? {
         try database.withStatement(
             "SELECT state, updated_at_ms, end_reason, caller FROM call_state WHERE account = ?1 AND call_id = ?2"
-        ) { statement throws(FilterStateError) in
+        ) { statement throws(FilterError) in
             try statement.bind(account, at: 1)
             try statement.bind(callID.uuidText, at: 2)
             guard try statement.step() else { return nil }
@@ -103,8 +103,8 @@ public struct FilterStateTransaction: ~Copyable {
     /// Creates or replaces the remembered state of a call (a nil ``CallStateRecord/callerUserID`` keeps the
     /// caller already stored).
     ///
-    /// - Throws: ``FilterStateError`` on a SQLite failure.
-    public func setCallState(_ record: CallStateRecord) throws(FilterStateError) {
+    /// - Throws: ``FilterError`` on a SQLite failure.
+    public func setCallState(_ record: CallStateRecord) throws(FilterError) {
         try database.withStatement(
             """
             INSERT INTO call_state (account, call_id, state, updated_at_ms, end_reason, caller)
@@ -113,7 +113,7 @@ public struct FilterStateTransaction: ~Copyable {
                 state = excluded.state, updated_at_ms = excluded.updated_at_ms, end_reason = excluded.end_reason,
                 caller = coalesce(excluded.caller, call_state.caller)
             """
-        ) { statement throws(FilterStateError) in
+        ) { statement throws(FilterError) in
             try statement.bind(record.account, at: 1)
             try statement.bind(record.callID.uuidText, at: 2)
             try statement.bind(record.state.rawValue, at: 3)
@@ -126,14 +126,14 @@ public struct FilterStateTransaction: ~Copyable {
 
     /// The calls of an account (or all accounts) in a given state, oldest update first.
     ///
-    /// - Throws: ``FilterStateError`` on a SQLite failure.
-    public func calls(in state: StoredCallState) throws(FilterStateError) -> [CallStateRecord] {
+    /// - Throws: ``FilterError`` on a SQLite failure.
+    public func calls(in state: StoredCallState) throws(FilterError) -> [CallStateRecord] {
         try database.withStatement(
             """
             SELECT account, call_id, updated_at_ms, end_reason, caller FROM call_state WHERE state = ?1
             ORDER BY updated_at_ms, account, call_id
             """
-        ) { statement throws(FilterStateError) in
+        ) { statement throws(FilterError) in
             try statement.bind(state.rawValue, at: 1)
             var records: [CallStateRecord] = []
             while try statement.step() {
@@ -156,12 +156,12 @@ public struct FilterStateTransaction: ~Copyable {
     /// Forgets ended and missed calls last updated before `olderThanMs`; ringing and active calls stay.
     ///
     /// - Returns: How many calls were forgotten.
-    /// - Throws: ``FilterStateError`` on a SQLite failure.
+    /// - Throws: ``FilterError`` on a SQLite failure.
     @discardableResult
-    public func pruneFinishedCalls(olderThanMs: Int64) throws(FilterStateError) -> Int {
+    public func pruneFinishedCalls(olderThanMs: Int64) throws(FilterError) -> Int {
         try database.withStatement(
             "DELETE FROM call_state WHERE updated_at_ms < ?1 AND state IN ('ended', 'missed')"
-        ) { statement throws(FilterStateError) in
+        ) { statement throws(FilterError) in
             try statement.bind(olderThanMs, at: 1)
             try statement.run()
             return database.changes

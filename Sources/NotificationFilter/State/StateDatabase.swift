@@ -3,17 +3,17 @@ import CSQLite
 import SQLiteSupport
 
 /// The state file's connection, owned by exactly one ``FilterStateStore`` and used only under its lock: its
-/// statements throw ``FilterStateError``.
+/// statements throw ``FilterError``.
 typealias StateDatabase = SQLiteDatabase<FilterStateSQLiteErrors>
 
-/// How a failed SQLite call becomes a ``FilterStateError``.
+/// How a failed SQLite call becomes a ``FilterError``.
 enum FilterStateSQLiteErrors: SQLiteErrorMapping {
-    typealias Failure = FilterStateError
+    typealias Failure = FilterError
 
-    static func error(for failure: SQLiteFailure) -> FilterStateError {
+    static func error(for failure: SQLiteFailure) -> FilterError {
         switch failure.primaryCode {
         case SQLITE_NOTADB, SQLITE_CORRUPT:
-            return FilterStateError(
+            return FilterError(
                 code: .corruptDatabase,
                 message: "the state file is not a readable SQLite database (\(failure.message)) during "
                     + "'\(failure.operation)'; move it aside and start with a new state file",
@@ -22,7 +22,7 @@ enum FilterStateSQLiteErrors: SQLiteErrorMapping {
         case SQLITE_MISUSE:
             return .invalidArgument("\(failure.message): \(failure.operation)")
         default:
-            return FilterStateError(
+            return FilterError(
                 code: .sqlite,
                 message: "SQLite failed during '\(failure.operation)': \(failure.message); check the state file's "
                     + "disk, permissions and that no other process holds it locked",

@@ -126,7 +126,7 @@ public enum CallRecordReason: RawRepresentable, Hashable, Sendable, CustomString
     public var description: String { self.rawValue }
 
     /// The provider's refusal, for an invite the provider refused.
-    public var refusal: IncomingCallError.Code? {
+    public var refusal: FilterError.Code? {
         if case .decision(let reason) = self { reason.refusal } else { nil }
     }
 

@@ -1,3 +1,4 @@
+import E2EECore
 import Logging
 
 extension APNsClient {
@@ -7,7 +8,7 @@ extension APNsClient {
         // Built only when a line is logged: most pushes log nothing above debug.
         var metadata: Logger.Metadata { Self.metadata(request) }
 
-        guard Self.isHex(deviceToken) else {
+        guard DeviceToken.problem(deviceToken) == nil else {
             return self.finish(
                 APNsResult(
                     deviceToken: deviceToken,
@@ -182,14 +183,5 @@ extension APNsClient {
             self.logger.warning("push refused by APNs", metadata: metadata)
         }
         return result
-    }
-
-    static func isHex(_ token: String) -> Bool {
-        !token.isEmpty
-            && token.utf8.allSatisfy { byte in
-                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-                    || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
-                    || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
-            }
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 public import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -25,7 +25,7 @@ public final class APNsClient: Sendable {
     let logger: Logger
     /// Always `POST` in production; the internal initializer lets tests provoke APNs' 405 answer end to end.
     let method: String
-    private let state: NIOLockedValueBox<State>  // a pthread mutex: visible to ThreadSanitizer
+    private let state: PThreadMutex<State>
 
     private struct State {
         var isShutDown = false
@@ -49,14 +49,14 @@ public final class APNsClient: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.window = InFlightWindow(size: configuration.window)
-        self.state = NIOLockedValueBox(State())
+        self.state = PThreadMutex(State())
         // The configuration's initializer already validated the refresh interval, so this cannot throw.
         self.tokens = try! APNsProviderTokenManager(
             keyID: configuration.keyID,
             teamID: configuration.teamID,
             key: configuration.signingKey,
             refreshInterval: configuration.tokenRefreshInterval,
-            now: configuration.now,
+            clock: configuration.clock,
             logger: logger
         )
 
@@ -110,7 +110,7 @@ public final class APNsClient: Sendable {
         guard !requests.isEmpty else { return [] }
         var results = [APNsResult?](repeating: nil, count: requests.count)
         var start = 0
-        if !self.state.withLockedValue({ $0.tokenConfirmed }) {
+        if !self.state.withLock({ $0.tokenConfirmed }) {
             results[0] = await self.deliver(requests[0])
             start = 1
         }
@@ -139,7 +139,7 @@ public final class APNsClient: Sendable {
 
     /// Closes the connection; later sends return the local outcome `clientShutdown`.
     public func shutdown() async {
-        let wasShutDown = self.state.withLockedValue { state in
+        let wasShutDown = self.state.withLock { state in
             defer { state.isShutDown = true }
             return state.isShutDown
         }
@@ -147,10 +147,10 @@ public final class APNsClient: Sendable {
         await self.pool.shutdown()
     }
 
-    var isShutDown: Bool { self.state.withLockedValue { $0.isShutDown } }
+    var isShutDown: Bool { self.state.withLock { $0.isShutDown } }
 
     func markTokenConfirmed() {
-        self.state.withLockedValue { $0.tokenConfirmed = true }
+        self.state.withLock { $0.tokenConfirmed = true }
     }
 
     static func timeAmount(_ duration: Duration) -> TimeAmount {

@@ -1,4 +1,5 @@
-public import Foundation
+public import E2EECore
+import Foundation
 import NIOSSL
 
 /// Everything an ``APNsClient`` needs: where to connect, how to authenticate, and how patient to be.
@@ -8,7 +9,7 @@ import NIOSSL
 /// endpoint must be an `https` URL without query or credentials and its trusted CA file must hold PEM certificates.
 public struct APNsClientConfiguration: Sendable {
     /// Where pushes go.
-    public let environment: APNsEnvironment
+    public let environment: APNsEndpoint
     /// The `kid` of the provider token: the 10-character ID of the `.p8` key.
     public let keyID: String
     /// The `iss` of the provider token: the 10-character team ID.
@@ -28,9 +29,9 @@ public struct APNsClientConfiguration: Sendable {
     /// The inactive-token registry the client consults and updates.
     public let tokenRegistry: TokenRegistry
     /// The wall clock for provider token `iat` and age.
-    public let now: @Sendable () -> Date
+    public let clock: WallClock
 
-    /// The certificates of a custom trusted CA, loaded from ``APNsEnvironment/trustedCAPEMPath``.
+    /// The certificates of a custom trusted CA, loaded from ``APNsEndpoint/trustedCAPEMPath``.
     let trustedCertificates: [NIOSSLCertificate]?
 
     /// Checks and assembles a configuration.
@@ -46,10 +47,10 @@ public struct APNsClientConfiguration: Sendable {
     ///   - connectTimeout: Connection timeout, positive (default 10 s).
     ///   - retryPolicy: The retry schedule (default ``RetryPolicy/default``).
     ///   - tokenRegistry: The inactive-token registry (default: a new in-memory one).
-    ///   - now: The wall clock (default `Date()`).
-    /// - Throws: ``APNsError/Code/invalidConfiguration`` or ``APNsError/Code/trustedCAUnreadable``.
+    ///   - clock: The wall clock (default: the system's).
+    /// - Throws: ``SenderError/Code/invalidConfiguration`` or ``SenderError/Code/trustedCAUnreadable``.
     public init(
-        environment: APNsEnvironment,
+        environment: APNsEndpoint,
         keyID: String,
         teamID: String,
         signingKey: APNsSigningKey,
@@ -59,27 +60,27 @@ public struct APNsClientConfiguration: Sendable {
         connectTimeout: Duration = .seconds(10),
         retryPolicy: RetryPolicy = .default,
         tokenRegistry: TokenRegistry = TokenRegistry(),
-        now: @escaping @Sendable () -> Date = { Date() }
-    ) throws(APNsError) {
+        clock: WallClock = .system
+    ) throws(SenderError) {
         try APNsProviderTokenManager.validate(refreshInterval: tokenRefreshInterval)
         for (name, value) in [("keyID", keyID), ("teamID", teamID)] {
             guard !value.isEmpty, value.utf8.allSatisfy({ Self.isAlphanumeric($0) }) else {
-                throw APNsError(
+                throw SenderError(
                     .invalidConfiguration,
                     "\(name) must be the letters-and-digits ID shown in the Apple developer account"
                 )
             }
         }
         guard window >= 1 else {
-            throw APNsError(.invalidConfiguration, "window must be at least 1 push in flight")
+            throw SenderError(.invalidConfiguration, "window must be at least 1 push in flight")
         }
         guard streamTimeout > .zero, connectTimeout > .zero else {
-            throw APNsError(.invalidConfiguration, "streamTimeout and connectTimeout must be positive")
+            throw SenderError(.invalidConfiguration, "streamTimeout and connectTimeout must be positive")
         }
         guard let url = URL(string: environment.baseURL), url.scheme == "https", url.host != nil,
             url.query == nil, url.fragment == nil, url.user == nil
         else {
-            throw APNsError(
+            throw SenderError(
                 .invalidConfiguration,
                 "the APNs base URL must look like https://host[:port][/prefix] with no query; got \(environment.baseURL)"
             )
@@ -88,11 +89,11 @@ public struct APNsClientConfiguration: Sendable {
             do {
                 let certificates = try NIOSSLCertificate.fromPEMFile(path)
                 guard !certificates.isEmpty else {
-                    throw APNsError(.trustedCAUnreadable, "no certificate in \(path)")
+                    throw SenderError(.trustedCAUnreadable, "no certificate in \(path)")
                 }
                 self.trustedCertificates = certificates
             } catch {
-                throw APNsError(
+                throw SenderError(
                     .trustedCAUnreadable,
                     "cannot load the trusted CA certificates from \(path); give a PEM file with the CA certificate"
                 )
@@ -110,7 +111,7 @@ public struct APNsClientConfiguration: Sendable {
         self.connectTimeout = connectTimeout
         self.retryPolicy = retryPolicy
         self.tokenRegistry = tokenRegistry
-        self.now = now
+        self.clock = clock
     }
 
     private static func isAlphanumeric(_ byte: UInt8) -> Bool {

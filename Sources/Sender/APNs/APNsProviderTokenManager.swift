@@ -1,4 +1,5 @@
-public import Foundation
+public import E2EECore
+import Foundation
 public import Logging
 
 /// Issues the provider token for one connection: cached, refreshed on a fixed interval, regenerated at most once
@@ -27,7 +28,7 @@ public actor APNsProviderTokenManager {
     private let key: APNsSigningKey
     /// How old a token may get before it is replaced.
     public let refreshInterval: Duration
-    private let now: @Sendable () -> Date
+    private let clock: WallClock
     private let logger: Logger
 
     private var current: APNsProviderToken?
@@ -43,33 +44,33 @@ public actor APNsProviderTokenManager {
     ///   - teamID: The `iss` claim (the 10-character team ID).
     ///   - key: The `.p8` signing key.
     ///   - refreshInterval: The token lifetime before replacement; must be within 20...60 minutes.
-    ///   - now: The wall clock used for `iat` and token age.
+    ///   - clock: The wall clock used for `iat` and token age.
     ///   - logger: Receives token fingerprints and refresh events, never the token.
-    /// - Throws: ``APNsError/Code/invalidConfiguration`` when `refreshInterval` is outside 20...60 minutes.
+    /// - Throws: ``SenderError/Code/invalidConfiguration`` when `refreshInterval` is outside 20...60 minutes.
     public init(
         keyID: String,
         teamID: String,
         key: APNsSigningKey,
         refreshInterval: Duration = APNsProviderTokenManager.defaultRefreshInterval,
-        now: @escaping @Sendable () -> Date = { Date() },
+        clock: WallClock = .system,
         logger: Logger
-    ) throws(APNsError) {
+    ) throws(SenderError) {
         try Self.validate(refreshInterval: refreshInterval)
         self.keyID = keyID
         self.teamID = teamID
         self.key = key
         self.refreshInterval = refreshInterval
-        self.now = now
+        self.clock = clock
         self.logger = logger
     }
 
     /// Checks a refresh interval against APNs' limits.
     ///
     /// - Parameter refreshInterval: The candidate interval.
-    /// - Throws: ``APNsError/Code/invalidConfiguration`` when outside 20...60 minutes.
-    public static func validate(refreshInterval: Duration) throws(APNsError) {
+    /// - Throws: ``SenderError/Code/invalidConfiguration`` when outside 20...60 minutes.
+    public static func validate(refreshInterval: Duration) throws(SenderError) {
         guard (minimumRefreshInterval...maximumRefreshInterval).contains(refreshInterval) else {
-            throw APNsError(
+            throw SenderError(
                 .invalidConfiguration,
                 "token refresh interval \(refreshInterval) is outside 20...60 minutes: APNs rejects tokens older "
                     + "than 60 minutes and new tokens sooner than 20 minutes; use e.g. 50 minutes"
@@ -81,7 +82,7 @@ public actor APNsProviderTokenManager {
     ///
     /// - Returns: A signed token.
     public func currentToken() -> APNsProviderToken {
-        let now = self.now()
+        let now = self.clock.date
         if let current, let issued = self.issuedAtDate, Self.age(from: issued, to: now) < self.refreshInterval {
             return current
         }
@@ -99,7 +100,7 @@ public actor APNsProviderTokenManager {
             // Another push already replaced it: retry with the newer one, do not sign again.
             return current
         }
-        let now = self.now()
+        let now = self.clock.date
         if let last = self.lastForcedRegeneration, Self.age(from: last, to: now) < Self.minimumRefreshInterval {
             self.logger.warning(
                 "APNs called a freshly regenerated provider token expired; not signing another (check the clock)",

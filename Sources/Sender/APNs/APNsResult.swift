@@ -52,25 +52,40 @@ public struct APNsResult: Sendable, Hashable {
 
 /// Why a push has no answer from APNs: it was refused before sending, or the exchange failed locally.
 ///
-/// A struct over a code, so new outcomes can be added without breaking `switch`-free callers. Equality is on the
-/// code only; the message says what happened for people and logs.
+/// A struct over a typed ``Code``, so new outcomes can be added without breaking callers, and callers decide on the
+/// code (`switch outcome.kind { case .tokenInactive: ... }`), never on its name. Equality is on the code only; the
+/// message says what happened for people and logs.
 public struct APNsLocalOutcome: Sendable, Hashable, CustomStringConvertible {
-    private enum Value: Hashable, Sendable {
-        case tokenInactive
-        case invalidDeviceToken
-        case timeout
-        case connectionError
-        case untrustedCertificate
-        case clientShutdown
-        case cancelled
+    /// The kind of local outcome: extensible, compared and switched on as a value.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The outcome's stable name, for logs and JSON output (`"local"` of a result line).
+        public let rawValue: String
+        private init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { self.rawValue }
+
+        /// The token registry marked the device token inactive after a 410; no request was made.
+        public static let tokenInactive = Code("tokenInactive")
+        /// The device token breaks ``DeviceToken``'s rule; no request was made.
+        public static let invalidDeviceToken = Code("invalidDeviceToken")
+        /// APNs did not answer within the per-stream timeout (the push may or may not have been delivered).
+        public static let timeout = Code("timeout")
+        /// The connection could not be made or broke before an answer arrived.
+        public static let connectionError = Code("connectionError")
+        /// The server's TLS certificate did not verify against the trusted roots; no request was made.
+        public static let untrustedCertificate = Code("untrustedCertificate")
+        /// The client was shut down before or while sending.
+        public static let clientShutdown = Code("clientShutdown")
+        /// The sending task was cancelled.
+        public static let cancelled = Code("cancelled")
     }
 
-    private let value: Value
+    /// What happened, as a typed code.
+    public let kind: Code
     /// A human explanation (never contains the token, the JWT or the body).
     public let message: String
 
-    private init(_ value: Value, _ message: String) {
-        self.value = value
+    private init(_ kind: Code, _ message: String) {
+        self.kind = kind
         self.message = message
     }
 
@@ -78,10 +93,10 @@ public struct APNsLocalOutcome: Sendable, Hashable, CustomStringConvertible {
     public static func tokenInactive(since timestamp: Int64) -> APNsLocalOutcome {
         .init(.tokenInactive, "device token marked inactive by APNs at \(timestamp) ms; not sent")
     }
-    /// The device token is empty or not hex; no request was made.
+    /// The device token breaks ``DeviceToken``'s rule; no request was made.
     public static let invalidDeviceToken = APNsLocalOutcome(
         .invalidDeviceToken,
-        "device token must be non-empty hex; not sent"
+        "the device token is not 64 to 200 hex digits (an even count); not sent"
     )
     /// APNs did not answer within the per-stream timeout (the push may or may not have been delivered).
     public static func timeout(after duration: Duration) -> APNsLocalOutcome {
@@ -101,22 +116,12 @@ public struct APNsLocalOutcome: Sendable, Hashable, CustomStringConvertible {
     /// The sending task was cancelled.
     public static let cancelled = APNsLocalOutcome(.cancelled, "the send was cancelled")
 
-    /// The outcome's stable name, for logs and JSON output.
-    public var code: String {
-        switch self.value {
-        case .tokenInactive: "tokenInactive"
-        case .invalidDeviceToken: "invalidDeviceToken"
-        case .timeout: "timeout"
-        case .connectionError: "connectionError"
-        case .untrustedCertificate: "untrustedCertificate"
-        case .clientShutdown: "clientShutdown"
-        case .cancelled: "cancelled"
-        }
-    }
+    /// The outcome's stable name (``kind``'s raw value), for logs and JSON output.
+    public var code: String { self.kind.rawValue }
 
     public var description: String { "\(self.code): \(self.message)" }
 
-    public static func == (lhs: APNsLocalOutcome, rhs: APNsLocalOutcome) -> Bool { lhs.value == rhs.value }
+    public static func == (lhs: APNsLocalOutcome, rhs: APNsLocalOutcome) -> Bool { lhs.kind == rhs.kind }
 
-    public func hash(into hasher: inout Hasher) { hasher.combine(self.value) }
+    public func hash(into hasher: inout Hasher) { hasher.combine(self.kind) }
 }

@@ -1,4 +1,5 @@
 public import Crypto
+import E2EECore
 public import Foundation
 
 /// The team's APNs authentication key: a P-256 private key from Apple's `.p8` file (PKCS#8, PEM).
@@ -22,12 +23,12 @@ public struct APNsSigningKey: Sendable, CustomStringConvertible, CustomDebugStri
     /// Parses the PEM text of a `.p8` key (`-----BEGIN PRIVATE KEY-----`, PKCS#8).
     ///
     /// - Parameter pem: The PEM text.
-    /// - Throws: ``APNsError/Code/keyInvalid`` when the text is not a PKCS#8 P-256 private key.
-    public init(pemRepresentation pem: String) throws(APNsError) {
+    /// - Throws: ``SenderError/Code/keyInvalid`` when the text is not a PKCS#8 P-256 private key.
+    public init(pemRepresentation pem: String) throws(SenderError) {
         do {
             self.privateKey = try P256.Signing.PrivateKey(pemRepresentation: pem)
         } catch {
-            throw APNsError(
+            throw SenderError(
                 .keyInvalid,
                 "the key is not a PKCS#8 P-256 private key in PEM form; use the .p8 file Apple issued for APNs"
             )
@@ -38,31 +39,26 @@ public struct APNsSigningKey: Sendable, CustomStringConvertible, CustomDebugStri
     ///
     /// - Parameter path: The key file.
     /// - Returns: The key.
-    /// - Throws: ``APNsError/Code/keyFileUnreadable``, ``APNsError/Code/keyFileTooOpen`` (the message says
-    ///   `chmod 600 <path>`), or ``APNsError/Code/keyInvalid``.
-    public static func load(path: String) throws(APNsError) -> APNsSigningKey {
-        let bytes: [UInt8]
-        do {
-            bytes = try PrivateFile.readOwnerOnly(path: path)
+    /// - Throws: ``SenderError/Code/keyFileUnreadable``, ``SenderError/Code/keyFileTooOpen`` (the message says
+    ///   `chmod 600 <path>`), or ``SenderError/Code/keyInvalid``.
+    public static func load(path: String) throws(SenderError) -> APNsSigningKey {
+        let text: String?
+        do throws(E2EEError) {
+            // The one rule for secret files (E2EECore's SecretFile): a regular file, no permission for group or others.
+            text = try SecretFile.read(path: path).withUnsafeBytes { String(validating: $0, as: UTF8.self) }
         } catch {
-            switch error {
-            case .tooOpen(let mode):
-                throw APNsError(
-                    .keyFileTooOpen,
-                    "the APNs key file \(path) has mode \(String(mode, radix: 8)) and is readable by others; "
-                        + "run: chmod 600 \(path)"
-                )
-            case .unreadable(let why), .unwritable(let why):
-                throw APNsError(.keyFileUnreadable, "cannot read the APNs key file \(path): \(why)")
+            if error.code == .insecureFile {
+                throw SenderError(.keyFileTooOpen, "the APNs key file \(error.message)")
             }
+            throw SenderError(.keyFileUnreadable, "cannot read the APNs key file: \(error.message)")
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw APNsError(.keyInvalid, "the APNs key file \(path) is not PEM text; use Apple's .p8 file")
+        guard let text else {
+            throw SenderError(.keyInvalid, "the APNs key file \(path) is not PEM text; use Apple's .p8 file")
         }
         do {
             return try APNsSigningKey(pemRepresentation: text)
         } catch {
-            throw APNsError(.keyInvalid, "the APNs key file \(path) is not a PKCS#8 P-256 key; use Apple's .p8 file")
+            throw SenderError(.keyInvalid, "the APNs key file \(path) is not a PKCS#8 P-256 key; use Apple's .p8 file")
         }
     }
 
@@ -72,13 +68,13 @@ public struct APNsSigningKey: Sendable, CustomStringConvertible, CustomDebugStri
     ///   - name: The variable holding the key file's path (default `APNS_KEY_PATH`).
     ///   - environment: The environment to read (default: this process's).
     /// - Returns: The key.
-    /// - Throws: ``APNsError/Code/keyEnvironmentVariableMissing`` and the errors of ``load(path:)``.
+    /// - Throws: ``SenderError/Code/keyEnvironmentVariableMissing`` and the errors of ``load(path:)``.
     public static func load(
         fromEnvironmentVariable name: String = defaultEnvironmentVariable,
         environment: [String: String] = ProcessInfo.processInfo.environment
-    ) throws(APNsError) -> APNsSigningKey {
+    ) throws(SenderError) -> APNsSigningKey {
         guard let path = environment[name], !path.isEmpty else {
-            throw APNsError(
+            throw SenderError(
                 .keyEnvironmentVariableMissing,
                 "set \(name) to the path of the APNs .p8 key file (the key itself never goes in the environment)"
             )

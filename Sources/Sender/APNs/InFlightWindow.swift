@@ -1,4 +1,4 @@
-import NIOConcurrencyHelpers
+import Locking
 
 /// A counting semaphore bounding how many pushes are in flight on the client's connection.
 ///
@@ -11,19 +11,18 @@ final class InFlightWindow: Sendable {
         var head = 0
     }
 
-    // NIOLockedValueBox (a pthread mutex) rather than Synchronization.Mutex: ThreadSanitizer does not model the
-    // standard library's futex-based Mutex on Linux and reports false races inside `withLock`.
-    private let state: NIOLockedValueBox<State>
+    // Locking's PThreadMutex, the package's one lock type (why not Synchronization.Mutex: see its documentation).
+    private let state: PThreadMutex<State>
 
     init(size: Int) {
         precondition(size >= 1, "the window holds at least one push")
-        self.state = NIOLockedValueBox(State(available: size))
+        self.state = PThreadMutex(State(available: size))
     }
 
     /// Takes a slot, waiting for one if all are taken.
     func acquire() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let acquired = self.state.withLockedValue { state -> Bool in
+            let acquired = self.state.withLock { state -> Bool in
                 if state.available > 0 {
                     state.available -= 1
                     return true
@@ -37,7 +36,7 @@ final class InFlightWindow: Sendable {
 
     /// Gives a slot back, handing it straight to the longest waiter if there is one.
     func release() {
-        let next = self.state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+        let next = self.state.withLock { state -> CheckedContinuation<Void, Never>? in
             if state.head < state.waiters.count {
                 let waiter = state.waiters[state.head]
                 state.head += 1

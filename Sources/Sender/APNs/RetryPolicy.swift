@@ -33,7 +33,7 @@ public struct RetryPolicy: Sendable {
     ///   - maxDelay: Cap on any delay (default 30 s).
     ///   - jitter: Random lengthening fraction in 0...1 (default 0.2).
     ///   - sleep: How to wait (default `Task.sleep(for:)`).
-    /// - Throws: ``APNsError/Code/invalidConfiguration`` for values out of range.
+    /// - Throws: ``SenderError/Code/invalidConfiguration`` for values out of range.
     public init(
         maxAttempts: Int = 3,
         initialDelay: Duration = .seconds(1),
@@ -41,18 +41,18 @@ public struct RetryPolicy: Sendable {
         maxDelay: Duration = .seconds(30),
         jitter: Double = 0.2,
         sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
-    ) throws(APNsError) {
+    ) throws(SenderError) {
         guard maxAttempts >= 1 else {
-            throw APNsError(.invalidConfiguration, "retry maxAttempts must be at least 1 (1 = never retry)")
+            throw SenderError(.invalidConfiguration, "retry maxAttempts must be at least 1 (1 = never retry)")
         }
         guard initialDelay >= .zero, maxDelay >= initialDelay else {
-            throw APNsError(.invalidConfiguration, "retry delays must satisfy 0 <= initialDelay <= maxDelay")
+            throw SenderError(.invalidConfiguration, "retry delays must satisfy 0 <= initialDelay <= maxDelay")
         }
         guard multiplier >= 1, multiplier.isFinite else {
-            throw APNsError(.invalidConfiguration, "retry multiplier must be a finite number >= 1")
+            throw SenderError(.invalidConfiguration, "retry multiplier must be a finite number >= 1")
         }
         guard (0...1).contains(jitter) else {
-            throw APNsError(.invalidConfiguration, "retry jitter must be a fraction between 0 and 1")
+            throw SenderError(.invalidConfiguration, "retry jitter must be a fraction between 0 and 1")
         }
         self.maxAttempts = maxAttempts
         self.initialDelay = initialDelay

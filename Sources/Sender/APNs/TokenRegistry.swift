@@ -1,3 +1,4 @@
+import E2EECore
 import Foundation
 public import Logging
 
@@ -34,7 +35,7 @@ public actor TokenRegistry {
     private let path: String?
     private let logger: Logger?
     /// The last error writing the registry file, `nil` after a successful write.
-    public private(set) var lastPersistenceError: APNsError?
+    public private(set) var lastPersistenceError: SenderError?
 
     /// Creates an empty registry that lives only in memory.
     public init() {
@@ -47,19 +48,19 @@ public actor TokenRegistry {
     /// - Parameters:
     ///   - path: The JSON file; created (mode `0600`) on the first change. Its folder must exist.
     ///   - logger: Receives persistence failures and 410 timestamps, never a token or any part of one.
-    /// - Throws: ``APNsError/Code/registryFileUnreadable`` when the file exists but cannot be read, is readable by
+    /// - Throws: ``SenderError/Code/registryFileUnreadable`` when the file exists but cannot be read, is readable by
     ///   others, or is not a registry.
-    public init(persistingTo path: String, logger: Logger) throws(APNsError) {
+    public init(persistingTo path: String, logger: Logger) throws(SenderError) {
         self.path = path
         self.logger = logger
-        guard PrivateFile.exists(path: path) else { return }
+        guard FileManager.default.fileExists(atPath: path) else { return }
         let bytes: [UInt8]
-        do {
-            bytes = try PrivateFile.readOwnerOnly(path: path)
+        do throws(E2EEError) {
+            bytes = try SecretFile.read(path: path).withUnsafeBytes { Array($0) }
         } catch {
-            throw APNsError(
+            throw SenderError(
                 .registryFileUnreadable,
-                "cannot read the token registry \(path): \(error); it must be a regular file with mode 600"
+                "cannot read the token registry: \(error.message); it must be a regular file with mode 600"
             )
         }
         do {
@@ -68,7 +69,7 @@ public actor TokenRegistry {
                 self.entries[entry.deviceToken.lowercased()] = entry
             }
         } catch {
-            throw APNsError(
+            throw SenderError(
                 .registryFileUnreadable,
                 "the token registry \(path) is not valid registry JSON; move it aside to start empty"
             )
@@ -130,10 +131,10 @@ public actor TokenRegistry {
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         do {
             let data = try encoder.encode(FileFormat(version: 1, inactive: self.inactiveEntries))
-            try PrivateFile.writeOwnerOnly(Array(data), to: path)
+            try SecretFile.write(path: path, bytes: SecureBytes(copying: Array(data)))
             self.lastPersistenceError = nil
         } catch {
-            let failure = APNsError(
+            let failure = SenderError(
                 .registryFileUnwritable,
                 "cannot write the token registry \(path): \(error); check the folder exists and is writable"
             )

@@ -16,7 +16,7 @@ public struct ContactTrust: Sendable {
     /// The pins file; `nil` keeps the pins in memory only (tests).
     public let pinsPath: String?
     public private(set) var pins: DevicePins
-    let nowMs: @Sendable () -> UInt64
+    let clock: WallClock
     let notice: @Sendable (String) -> Void
     private var decided: [String: Result<DeviceList, SenderError>] = [:]
     private var noticed: Set<String> = []
@@ -25,19 +25,19 @@ public struct ContactTrust: Sendable {
     ///   - directory: where cards are found.
     ///   - pinsPath: the pins file (read now; a missing file is no pins); `nil` for pins in memory only.
     ///   - pins: the pins to start from when `pinsPath` is `nil`.
-    ///   - nowMs: the clock for `pinned_at_ms`.
+    ///   - clock: the clock for `pinned_at_ms`.
     ///   - notice: receives the messages for people (first-use fingerprints); the CLI writes them to stderr.
     /// - Throws: `.unreadablePins` when the pins file exists and cannot be read or parsed.
     public init(
         directory: ContactDirectory,
         pinsPath: String?,
         pins: DevicePins = DevicePins(),
-        nowMs: @escaping @Sendable () -> UInt64 = PushBuilder.systemNowMs,
+        clock: WallClock = .system,
         notice: @escaping @Sendable (String) -> Void = { _ in }
     ) throws(SenderError) {
         self.directory = directory
         self.pinsPath = pinsPath
-        self.nowMs = nowMs
+        self.clock = clock
         self.notice = notice
         if let pinsPath {
             self.pins = try Self.loadPins(path: pinsPath)
@@ -121,7 +121,7 @@ public struct ContactTrust: Sendable {
     mutating func check(_ list: DeviceList) throws(SenderError) -> DeviceList {
         let outcome: DevicePins.Outcome
         do {
-            outcome = try self.pins.check(list, nowMs: self.nowMs())
+            outcome = try self.pins.check(list, nowMs: self.clock.unsignedMs)
         } catch {
             throw SenderError(error, context: "refused \(list.userID)'s device list")
         }
@@ -152,7 +152,7 @@ public struct ContactTrust: Sendable {
     @discardableResult
     public mutating func accept(_ list: DeviceList) throws(SenderError) -> String? {
         guard let pin = self.pins.pins[list.userID] else {
-            self.pins.accept(list, nowMs: self.nowMs())
+            self.pins.accept(list, nowMs: self.clock.unsignedMs)
             try self.save()
             return nil
         }
@@ -161,7 +161,7 @@ public struct ContactTrust: Sendable {
             _ = try self.check(list)
             return previous
         }
-        self.pins.accept(list, nowMs: self.nowMs())
+        self.pins.accept(list, nowMs: self.clock.unsignedMs)
         self.decided = [:]
         try self.save()
         return previous

@@ -43,26 +43,19 @@ public struct PushBuilder: Sendable {
     /// The app's bundle id (`apns-topic`) for every push, overriding the recipient card's `push.topic`; `nil`
     /// takes each card's topic.
     public let topic: String?
-    /// The wall clock, in milliseconds since the epoch, for the signed send time.
-    public let nowMs: @Sendable () -> UInt64
+    /// The wall clock, for the signed send time.
+    public let clock: WallClock
 
     /// - Parameters:
     ///   - identity: the sender.
     ///   - topic: an `apns-topic` for every push (`--topic`); `nil` (the default) uses the recipient card's
     ///     `push.topic`, which is the bundle id the device registered its token for.
-    ///   - nowMs: the clock for the signed send time.
-    public init(
-        identity: Identity,
-        topic: String? = nil,
-        nowMs: @escaping @Sendable () -> UInt64 = PushBuilder.systemNowMs
-    ) {
+    ///   - clock: the clock for the signed send time.
+    public init(identity: Identity, topic: String? = nil, clock: WallClock = .system) {
         self.identity = identity
         self.topic = topic
-        self.nowMs = nowMs
+        self.clock = clock
     }
-
-    /// The system clock in milliseconds.
-    public static let systemNowMs: @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970 * 1000) }
 
     /// The headers every push carries, whatever its kind. Only `apns-id` differs between requests.
     public static func uniformHeaders(topic: String, apnsID: UUID = UUID()) -> [String: String] {
@@ -75,20 +68,11 @@ public struct PushBuilder: Sendable {
         ]
     }
 
-    /// Checks a device token: hex digits, an even count, 16 to 200 of them (32 bytes in practice; Apple says not to
-    /// assume a length). The error names the rule the token breaks.
+    /// Checks a device token against the one rule (``DeviceToken``: 64 to 200 hex digits, an even count) and returns
+    /// it in lowercase. The error names the rule and what breaks it.
     public static func validateDeviceToken(_ token: String) throws(SenderError) -> String {
-        let lower = token.lowercased()
-        let count = lower.utf8.count
-        let rule = "an APNs device token is 16 to 200 hex digits, an even count (64 for today's 32-byte tokens)"
-        if let bad = lower.unicodeScalars.firstIndex(where: { !"0123456789abcdef".unicodeScalars.contains($0) }) {
-            let position = lower.unicodeScalars.distance(from: lower.unicodeScalars.startIndex, to: bad) + 1
-            throw SenderError(.badDeviceToken, "\(rule); character \(position) is not a hex digit")
-        }
-        guard count >= 16 else { throw SenderError(.badDeviceToken, "\(rule); got only \(count) digits") }
-        guard count <= 200 else { throw SenderError(.badDeviceToken, "\(rule); got \(count) digits") }
-        guard count % 2 == 0 else { throw SenderError(.badDeviceToken, "\(rule); got an odd count (\(count))") }
-        return lower
+        if let problem = DeviceToken.problem(token) { throw SenderError(.badDeviceToken, problem) }
+        return token.lowercased()
     }
 
     /// The devices a message to `list` goes to (docs/PROTOCOL.md §11.7): every device of the list, the sender's own
@@ -113,7 +97,7 @@ public struct PushBuilder: Sendable {
     ///   - deviceToken: a device token overriding the device's `push.device_token`; only for a user with one
     ///     device.
     ///   - messageID: the message id every device's push carries.
-    ///   - sentAtMs: the signed send time; `nil` signs the builder's clock (``nowMs``), once for every device.
+    ///   - sentAtMs: the signed send time; `nil` signs the builder's clock (``clock``), once for every device.
     ///   - topic: the `apns-topic`; default: the builder's ``topic``, then each device's `push.topic`.
     /// - Returns: one outcome per device, in the list's order: a push, or why that device gets none
     ///   (`.unknownRecipient` for a device without a push address, `.tooLarge`, ...; the sender's own device
@@ -139,7 +123,7 @@ public struct PushBuilder: Sendable {
             }
             _ = try Self.validateDeviceToken(deviceToken)
         }
-        let sentAt = sentAtMs ?? self.nowMs()
+        let sentAt = sentAtMs ?? self.clock.unsignedMs
         return devices.map { device in
             if deviceToken == nil, device.push == nil, self.isOwnDevice(device, of: list) {
                 return DevicePush(
@@ -179,7 +163,7 @@ public struct PushBuilder: Sendable {
     ///   - deviceToken: the device token; defaults to the device's `push.device_token`.
     ///   - messageID: the message id (random by default).
     ///   - sentAtMs: for tests and demos: the signed send time, in milliseconds since the epoch; a receiver judges
-    ///     staleness from it. `nil` (the default) signs the builder's clock (``nowMs``).
+    ///     staleness from it. `nil` (the default) signs the builder's clock (``clock``).
     ///   - topic: the `apns-topic` of this push; default: the builder's ``topic``, then the device's `push.topic`.
     /// - Returns: the request to send and what it carries.
     /// - Throws: `SenderError` with `.unknownRecipient` (no such device, no token or no topic), `.badDeviceToken`,
@@ -247,7 +231,7 @@ public struct PushBuilder: Sendable {
         let key = device.currentKey
         let message = InnerMessage(
             messageID: messageID,
-            sentAtMs: sentAtMs ?? self.nowMs(),
+            sentAtMs: sentAtMs ?? self.clock.unsignedMs,
             senderUserID: self.identity.userID,
             senderSigningKeyID: self.identity.signingKey.publicKey.keyID,
             content: content
@@ -333,7 +317,7 @@ extension PushBuilder {
         messageID: MessageID = .random(),
         sentAtMs: UInt64? = nil
     ) -> [DeviceEnvelope] {
-        let sentAt = sentAtMs ?? self.nowMs()
+        let sentAt = sentAtMs ?? self.clock.unsignedMs
         return devices.map { device in
             let name = "\(list.userID)'s device \"\(device.deviceID)\""
             let message = InnerMessage(

@@ -120,8 +120,6 @@ public struct SendResultLine: Sendable, Codable, Hashable {
 
     /// One JSON line, keys sorted.
     public func jsonLine() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try! encoder.encode(self), as: UTF8.self)
+        JSONLine.encode(self)
     }
 }

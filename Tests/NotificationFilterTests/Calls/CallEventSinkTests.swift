@@ -1,5 +1,6 @@
 import Logging
 import NotificationFilter
+import TestSupport
 import Testing
 
 #if canImport(FoundationEssentials)
@@ -48,10 +49,10 @@ struct CallEventSinkTests {
     func fileSink() async throws {
         let dir = ScratchDirectory()
         let path = dir.file("calls.jsonl")
-        let clock = CallTestClock(Date(timeIntervalSince1970: 100))
+        let clock = TestClock(Date(timeIntervalSince1970: 100))
         do {
             let sink = try JSONLinesCallEventSink(path: path, logger: Logger(label: "test"))
-            let provider = CallProvider(sinks: [sink], logger: Logger(label: "test"), now: { clock.now })
+            let provider = CallProvider(sinks: [sink], logger: Logger(label: "test"), clock: clock.wallClock)
             try await provider.reportNewIncomingCall(
                 uuid: Self.id,
                 update: callUpdate(name: nil),
@@ -72,7 +73,7 @@ struct CallEventSinkTests {
 
     @Test("a file sink on a missing directory is a typed error")
     func fileSinkError() {
-        #expect(throws: CallSinkError(code: .cannotOpen, message: "")) {
+        #expect(throws: FilterError(code: .cannotOpen, message: "")) {
             try JSONLinesCallEventSink(path: "/nonexistent-dir/x.jsonl", logger: Logger(label: "test"))
         }
     }
@@ -114,7 +115,7 @@ struct CallEventSinkTests {
         #expect(await failing.waitUntilIdle(timeout: .seconds(60)))
         #expect(await missing.waitUntilIdle(timeout: .seconds(60)))
         #expect(await slow.waitUntilIdle(timeout: .seconds(60)))  // killed after its timeout
-        #expect(throws: CallSinkError(code: .invalidHookCommand, message: "")) {
+        #expect(throws: FilterError(code: .invalidHookCommand, message: "")) {
             try HookCommandCallEventSink(arguments: [], logger: Logger(label: "test"))
         }
     }

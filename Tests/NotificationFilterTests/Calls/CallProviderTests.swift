@@ -25,11 +25,11 @@ struct CallProviderTests {
         let h = CallHarness()
         let id = UUID()
         try await h.provider.reportNewIncomingCall(uuid: id, update: callUpdate())
-        await #expect(throws: IncomingCallError(code: .callUUIDAlreadyExists, message: "")) {
+        await #expect(throws: FilterError(code: .callUUIDAlreadyExists, message: "")) {
             try await h.provider.reportNewIncomingCall(uuid: id, update: callUpdate())
         }
         #expect(await h.provider.reportCall(uuid: id, reason: .remoteEnded))
-        await #expect(throws: IncomingCallError(code: .callUUIDAlreadyExists, message: "")) {
+        await #expect(throws: FilterError(code: .callUUIDAlreadyExists, message: "")) {
             try await h.provider.reportNewIncomingCall(uuid: id, update: callUpdate())
         }
         #expect(h.sink.events.map(\.event) == [.ringing, .missed])
@@ -38,7 +38,7 @@ struct CallProviderTests {
     @Test("do-not-disturb refuses with filteredByDoNotDisturb and emits nothing")
     func doNotDisturb() async throws {
         let h = CallHarness(CallProviderConfiguration(doNotDisturb: true))
-        let error = await #expect(throws: IncomingCallError.self) {
+        let error = await #expect(throws: FilterError.self) {
             try await h.provider.reportNewIncomingCall(uuid: UUID(), update: callUpdate())
         }
         #expect(error?.code == .filteredByDoNotDisturb)
@@ -49,7 +49,7 @@ struct CallProviderTests {
     @Test("a blocked handle is filteredByBlockList; the same value with another type is not")
     func blockList() async throws {
         let h = CallHarness(CallProviderConfiguration(blockedHandles: [CallHandle(type: .phoneNumber, value: "+1555")]))
-        let error = await #expect(throws: IncomingCallError.self) {
+        let error = await #expect(throws: FilterError.self) {
             try await h.provider.reportNewIncomingCall(uuid: UUID(), update: callUpdate("+1555", type: .phoneNumber))
         }
         #expect(error?.code == .filteredByBlockList)
@@ -63,7 +63,7 @@ struct CallProviderTests {
         let first = UUID()
         try await h.provider.reportNewIncomingCall(uuid: first, update: callUpdate())
         try await h.provider.reportNewIncomingCall(uuid: UUID(), update: callUpdate("carol"))
-        let error = await #expect(throws: IncomingCallError.self) {
+        let error = await #expect(throws: FilterError.self) {
             try await h.provider.reportNewIncomingCall(uuid: UUID(), update: callUpdate("dave"))
         }
         #expect(error?.code == .maximumCallsReached)
@@ -76,7 +76,7 @@ struct CallProviderTests {
     @Test("an unsupported handle type is unentitled; video on an audio-only provider rings as audio")
     func unentitledAndVideo() async throws {
         let h = CallHarness(CallProviderConfiguration(supportsVideo: false, supportedHandleTypes: [.generic]))
-        let error = await #expect(throws: IncomingCallError.self) {
+        let error = await #expect(throws: FilterError.self) {
             try await h.provider.reportNewIncomingCall(uuid: UUID(), update: callUpdate("a@b.c", type: .emailAddress))
         }
         #expect(error?.code == .unentitled)
@@ -131,18 +131,18 @@ struct CallProviderTests {
         try await h.provider.answer(answered)
         #expect(await h.provider.call(answered)?.state == .active)
         #expect(await h.provider.call(answered)?.ringDeadline == nil)
-        await #expect(throws: CallActionError(code: .invalidAction, message: "")) {
+        await #expect(throws: FilterError(code: .invalidAction, message: "")) {
             try await h.provider.answer(answered)
         }
-        await #expect(throws: CallActionError(code: .invalidAction, message: "")) {
+        await #expect(throws: FilterError(code: .invalidAction, message: "")) {
             try await h.provider.decline(answered)
         }
         try await h.provider.decline(declined)
         try await h.provider.end(answered)
-        await #expect(throws: CallActionError(code: .unknownCallUUID, message: "")) {
+        await #expect(throws: FilterError(code: .unknownCallUUID, message: "")) {
             try await h.provider.end(answered)
         }
-        await #expect(throws: CallActionError(code: .unknownCallUUID, message: "")) {
+        await #expect(throws: FilterError(code: .unknownCallUUID, message: "")) {
             try await h.provider.answer(UUID())
         }
         let summary = h.sink.events.map { "\($0.event)/\($0.reason?.rawValue ?? "-")/\($0.handle ?? "-")" }

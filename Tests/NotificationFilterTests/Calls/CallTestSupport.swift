@@ -1,6 +1,7 @@
 import Locking
 import Logging
 import NotificationFilter
+import TestSupport
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -8,17 +9,8 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// A settable clock for ring timeouts.
-final class CallTestClock: Sendable {
-    private let current: PThreadMutex<Date>
-    init(_ start: Date = Date(timeIntervalSince1970: 1_700_000_000)) { current = PThreadMutex(start) }
-    var now: Date { current.withLock { $0 } }
-    func advance(seconds: Double) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
-    var nowMs: Int64 { Int64(now.timeIntervalSince1970 * 1000) }
-}
-
 struct CallHarness {
-    let clock = CallTestClock()
+    let clock = TestClock(Date(timeIntervalSince1970: 1_700_000_000))
     let sink = InMemoryCallEventSink()
     let provider: CallProvider
     let reporter: CallReporter
@@ -29,7 +21,7 @@ struct CallHarness {
             configuration: configuration,
             sinks: [sink],
             logger: Logger(label: "test.calls"),
-            now: { clock.now }
+            clock: clock.wallClock
         )
         reporter = CallReporter(provider: provider, logger: Logger(label: "test.reporter"))
     }

@@ -1,6 +1,7 @@
 @_spi(Vectors) import E2EECore
 import Foundation
 import PushTransport
+import TestSupport
 import Testing
 
 @testable import NotificationFilter
@@ -241,7 +242,7 @@ struct DecisionRuleTests {
         let users = try MultiDeviceUsers()
         var bob = users.bobPhone
         let old = bob.currentDeviceKey
-        let clock = EngineClock(MultiDeviceUsers.start)
+        let clock = TestClock(ms: MultiDeviceUsers.start)
         bob.rotate(nowMs: UInt64(clock.nowMs), gracePeriodMs: UInt64(graceMs))
         let list = try users.bobList.updatingKeys(of: bob, nowMs: UInt64(clock.nowMs))
         let filter = try DeviceFilter(

@@ -3,17 +3,9 @@ import Foundation
 import Locking
 import Logging
 import PushTransport
+import TestSupport
 
 @testable import NotificationFilter
-
-/// A controllable clock in milliseconds.
-final class EngineClock: Sendable {
-    private let value: PThreadMutex<Int64>
-    init(_ start: Int64) { self.value = PThreadMutex(start) }
-    var nowMs: Int64 { self.value.withLock { $0 } }
-    func advance(ms: Int64) { self.value.withLock { $0 += ms } }
-    var closure: @Sendable () -> Int64 { { self.nowMs } }
-}
 
 /// Keys, a temporary state file, an engine with a recording event sink, and helpers to seal payloads.
 struct EngineHarness {
@@ -23,7 +15,7 @@ struct EngineHarness {
     let alice: Identity  // a contact
     let carol: Identity  // another contact
     let mallory: Identity  // not a contact
-    let clock: EngineClock
+    let clock: TestClock
     let events: InMemoryCallEventSink
     let reporter: CallKitReporter
     let engine: FilterEngine
@@ -45,13 +37,13 @@ struct EngineHarness {
         self.alice = try Identity.generate(userID: "alice", displayName: "Alice Example", nowMs: 1)
         self.carol = try Identity.generate(userID: "carol", displayName: "Carol Example", nowMs: 1)
         self.mallory = try Identity.generate(userID: "mallory", displayName: "Mallory", nowMs: 1)
-        self.clock = EngineClock(Self.start)
+        self.clock = TestClock(ms: Self.start)
         self.events = InMemoryCallEventSink()
         self.store = try FilterStateStore(path: self.directory + "/state.sqlite", logger: logger)
         self.reporter = CallKitReporter(
             configuration: provider,
             sink: self.events,
-            now: self.clock.closure,
+            clock: self.clock.wallClock,
             logger: logger
         )
         let bobAccount =
@@ -67,7 +59,7 @@ struct EngineHarness {
             accounts: [bobAccount] + extraAccounts,
             policy: policy,
             reporter: self.reporter,
-            now: self.clock.closure,
+            clock: self.clock.wallClock,
             logger: logger
         )
     }
@@ -82,8 +74,8 @@ struct EngineHarness {
         try FilterEngine(
             store: store ?? self.store,
             accounts: await self.engine.accounts,
-            reporter: CallKitReporter(configuration: .init(), sink: sink, now: self.clock.closure, logger: logger),
-            now: self.clock.closure,
+            reporter: CallKitReporter(configuration: .init(), sink: sink, clock: self.clock.wallClock, logger: logger),
+            clock: self.clock.wallClock,
             logger: logger
         )
     }
@@ -97,7 +89,7 @@ struct EngineHarness {
             store: self.store,
             accounts: await self.engine.accounts,
             reporter: reporter,
-            now: self.clock.closure,
+            clock: self.clock.wallClock,
             logger: logger
         )
         try await engine.recoverAfterRestart()
@@ -149,7 +141,7 @@ struct EngineHarness {
         }
         let outcome = try await self.engine.process([PayloadInput(seq: seq, apnsID: "id-\(seq)", body: body)])
         guard let decision = outcome.decisions.first, outcome.decisions.count == 1 else {
-            throw FilterDaemonError("expected one decision, got \(outcome.decisions.count)")
+            throw FilterError("expected one decision, got \(outcome.decisions.count)")
         }
         return decision
     }

@@ -87,7 +87,7 @@ struct LockedAccountTests {
             store: locked.store,
             accounts: [FilterAccount(identity: locked.bob, contacts: ContactBook([try locked.alice.card()]))],
             reporter: locked.reporter,
-            now: locked.clock.closure,
+            clock: locked.clock.wallClock,
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         )
         #expect(await engine.hasKeptPayloads)
@@ -127,10 +127,10 @@ struct LockedAccountTests {
                 reporter: CallKitReporter(
                     configuration: CallProviderConfiguration(),
                     sink: InMemoryCallEventSink(),
-                    now: { fixture.startMs },
+                    clock: .fixed(fixture.startMs),
                     logger: noLogs
                 ),
-                now: { fixture.startMs },
+                clock: .fixed(fixture.startMs),
                 logger: noLogs
             )
             let kept = try await engine.process([

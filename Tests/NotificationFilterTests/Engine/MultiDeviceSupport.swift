@@ -3,6 +3,7 @@ import Foundation
 import Locking
 import Logging
 import PushTransport
+import TestSupport
 
 @testable import NotificationFilter
 
@@ -105,7 +106,7 @@ struct DeviceFilter {
     let events: InMemoryCallEventSink
     let reporter: CallKitReporter
     let engine: FilterEngine
-    let clock: EngineClock
+    let clock: TestClock
 
     /// - Parameters:
     ///   - statePath: the state file; a second filter on the same path is the same device after a restart.
@@ -114,7 +115,7 @@ struct DeviceFilter {
         ownList: DeviceList,
         contacts: [DeviceList],
         statePath: String,
-        clock: EngineClock
+        clock: TestClock
     ) throws {
         let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         self.identity = identity
@@ -125,14 +126,14 @@ struct DeviceFilter {
         self.reporter = CallKitReporter(
             configuration: CallProviderConfiguration(),
             sink: outbox,
-            now: clock.closure,
+            clock: clock.wallClock,
             logger: logger
         )
         self.engine = try FilterEngine(
             store: self.store,
             accounts: [FilterAccount(identity: identity, contacts: ContactBook(contacts), ownList: ownList)],
             reporter: self.reporter,
-            now: clock.closure,
+            clock: clock.wallClock,
             logger: logger
         )
     }
@@ -152,7 +153,7 @@ struct DeviceFilter {
         }
         let outcome = try await self.engine.process([PayloadInput(seq: seq, apnsID: nil, body: body)])
         guard outcome.decisions.count == 1 else {
-            throw FilterDaemonError("expected one decision, got \(outcome.decisions.count)")
+            throw FilterError("expected one decision, got \(outcome.decisions.count)")
         }
         return outcome.decisions[0]
     }

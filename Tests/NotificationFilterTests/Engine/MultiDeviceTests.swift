@@ -1,5 +1,6 @@
 import E2EECore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import NotificationFilter
@@ -8,7 +9,7 @@ import Testing
 @Suite("Several devices: calls across devices")
 struct MultiDeviceTests {
     let users: MultiDeviceUsers
-    let clock = EngineClock(MultiDeviceUsers.start)
+    let clock = TestClock(ms: MultiDeviceUsers.start)
 
     init() throws { self.users = try MultiDeviceUsers() }
 
@@ -287,7 +288,7 @@ struct MultiDeviceTests {
         #expect(phone.events.events.last?.reason == .ended(.remoteEnded))
         #expect(try phone.missedCalls().isEmpty)
         // Answering again: not ringing.
-        await #expect(throws: CallActionError(code: .invalidAction, message: "")) {
+        await #expect(throws: FilterError(code: .invalidAction, message: "")) {
             _ = try await phone.engine.perform(.answer, callID: callID)
         }
     }
@@ -315,7 +316,7 @@ struct MultiDeviceTests {
         #expect(hangUp.reason == .cancelForEndedCall)
         #expect(phone.eventKinds == ["ringing", "declined"])
         #expect(try phone.missedCalls().isEmpty)
-        await #expect(throws: CallActionError(code: .invalidAction, message: "")) {
+        await #expect(throws: FilterError(code: .invalidAction, message: "")) {
             _ = try await phone.engine.perform(.answer, callID: callID)
         }
     }
@@ -323,15 +324,15 @@ struct MultiDeviceTests {
     @Test("answer or decline of a call id that never rang, or of another account: a clear error, nothing changes")
     func actionErrors() async throws {
         let phone = try self.bob(self.users.bobPhone)
-        await #expect(throws: CallActionError(code: .unknownCallUUID, message: "")) {
+        await #expect(throws: FilterError(code: .unknownCallUUID, message: "")) {
             _ = try await phone.engine.perform(.answer, callID: UUID())
         }
-        await #expect(throws: CallActionError(code: .unknownAccount, message: "")) {
+        await #expect(throws: FilterError(code: .unknownAccount, message: "")) {
             _ = try await phone.engine.perform(.decline, callID: UUID(), account: "carol")
         }
         do {
             _ = try await phone.engine.perform(.answer, callID: UUID())
-        } catch let error as CallActionError {
+        } catch let error as FilterError {
             #expect(error.message.contains("never rang on this device"))
         }
         #expect(try await phone.engine.applyCallActions() == 0)

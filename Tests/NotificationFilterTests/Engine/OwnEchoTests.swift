@@ -1,5 +1,6 @@
 import E2EECore
 import Foundation
+import TestSupport
 import Testing
 
 @testable import NotificationFilter
@@ -11,7 +12,7 @@ import Testing
 @Suite("Own echo: a device silences its own message to its own user")
 struct OwnEchoTests {
     let users: MultiDeviceUsers
-    let clock = EngineClock(MultiDeviceUsers.start)
+    let clock = TestClock(ms: MultiDeviceUsers.start)
 
     init() throws { self.users = try MultiDeviceUsers() }
 

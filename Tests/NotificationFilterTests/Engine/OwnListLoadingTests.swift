@@ -53,7 +53,7 @@ struct OwnListLoadingTests {
         do {
             _ = try FilterApp.loadAccount(options, logger: self.logger)
             return nil
-        } catch let error as FilterDaemonError {
+        } catch let error as FilterError {
             return error.message
         } catch {
             return "\(error)"

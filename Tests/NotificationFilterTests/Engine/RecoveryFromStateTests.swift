@@ -13,7 +13,7 @@ struct RecoveryFromStateTests {
     struct DiesAfterCommit: CallReporting {
         let inner: CallKitReporter
         func admission() async -> CallAdmission { await self.inner.admission() }
-        func reportRefused(_ handoff: FilterDecision.Handoff, refusal: IncomingCallError.Code, atMs: Int64) async {}
+        func reportRefused(_ handoff: FilterDecision.Handoff, refusal: FilterError.Code, atMs: Int64) async {}
         func handOff(_ handoff: FilterDecision.Handoff) async {}
         func endCall(account: String, callID: UUID, cause: CallEndCause, atMs: Int64) async {}
         func restoreRinging(_ handoff: FilterDecision.Handoff) async {}
@@ -33,7 +33,7 @@ struct RecoveryFromStateTests {
         let inner: CallKitReporter
         let log = Log()
         func admission() async -> CallAdmission { await self.inner.admission() }
-        func reportRefused(_ handoff: FilterDecision.Handoff, refusal: IncomingCallError.Code, atMs: Int64) async {
+        func reportRefused(_ handoff: FilterDecision.Handoff, refusal: FilterError.Code, atMs: Int64) async {
             await self.inner.reportRefused(handoff, refusal: refusal, atMs: atMs)
         }
         func handOff(_ handoff: FilterDecision.Handoff) async { await self.inner.handOff(handoff) }
@@ -85,7 +85,7 @@ struct RecoveryFromStateTests {
                 store: h.store,
                 accounts: await h.engine.accounts,
                 reporter: DiesAfterCommit(inner: h.reporter),
-                now: h.clock.closure,
+                clock: h.clock.wallClock,
                 logger: logger
             )
             let outcome = try await engine.process([
@@ -110,7 +110,7 @@ struct RecoveryFromStateTests {
         }
 
         let restarted = RecordsRestores(
-            inner: CallKitReporter(configuration: .init(), sink: h.events, now: h.clock.closure, logger: logger)
+            inner: CallKitReporter(configuration: .init(), sink: h.events, clock: h.clock.wallClock, logger: logger)
         )
         _ = try await h.restartedEngine(reporter: restarted, logger: logger)
 

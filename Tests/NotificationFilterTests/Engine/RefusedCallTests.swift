@@ -115,7 +115,7 @@ struct RefusedCallTests {
     struct DiesBeforeRefusedEvent: CallReporting {
         let inner: CallKitReporter
         func admission() async -> CallAdmission { await self.inner.admission() }
-        func reportRefused(_ handoff: FilterDecision.Handoff, refusal: IncomingCallError.Code, atMs: Int64) async {}
+        func reportRefused(_ handoff: FilterDecision.Handoff, refusal: FilterError.Code, atMs: Int64) async {}
         func handOff(_ handoff: FilterDecision.Handoff) async { await self.inner.handOff(handoff) }
         func endCall(account: String, callID: UUID, cause: CallEndCause, atMs: Int64) async {}
         func restoreRinging(_ handoff: FilterDecision.Handoff) async { await self.inner.restoreRinging(handoff) }
@@ -141,12 +141,12 @@ struct RefusedCallTests {
         let quiet = CallProviderConfiguration(doNotDisturb: true)
         let callID = UUID()
         do {
-            let real = CallKitReporter(configuration: quiet, sink: outbox, now: h.clock.closure, logger: logger)
+            let real = CallKitReporter(configuration: quiet, sink: outbox, clock: h.clock.wallClock, logger: logger)
             let engine = try FilterEngine(
                 store: h.store,
                 accounts: await h.engine.accounts,
                 reporter: DiesBeforeRefusedEvent(inner: real),
-                now: h.clock.closure,
+                clock: h.clock.wallClock,
                 logger: logger
             )
             let outcome = try await engine.process([
@@ -156,7 +156,7 @@ struct RefusedCallTests {
         }
         #expect(try h.store.transaction { tx in try tx.eventLines(after: 0) }.isEmpty)
         for _ in 0..<2 {  // a restart, then another: the event is recorded once
-            let reporter = CallKitReporter(configuration: quiet, sink: outbox, now: h.clock.closure, logger: logger)
+            let reporter = CallKitReporter(configuration: quiet, sink: outbox, clock: h.clock.wallClock, logger: logger)
             _ = try await h.restartedEngine(reporter: reporter, logger: logger)
         }
         let lines = try h.store.transaction { tx in try tx.eventLines(after: 0) }

@@ -63,7 +63,7 @@ struct TypedReasonTests {
             let decision = FilterDecision(seq: 7, apnsID: nil, decision: .silence, reason: reason)
             #expect(decision.jsonLine() == "{\"decision\":\"silence\",\"reason\":\"\(string)\",\"seq\":7}")
         }
-        let refusals: [(IncomingCallError.Code, FilterReason)] = [
+        let refusals: [(FilterError.Code, FilterReason)] = [
             (.maximumCallsReached, .callRefusedMaximumCallsReached),
             (.filteredByDoNotDisturb, .callRefusedDoNotDisturb),
             (.filteredByBlockList, .callRefusedBlockList),
@@ -78,7 +78,7 @@ struct TypedReasonTests {
         #expect(FilterReason.unknownSender.openingError == .unknownSender)
         #expect(FilterReason.text.refusal == nil && FilterReason.text.openingError == nil)
         // A code the filter does not name yet keeps its string and its code.
-        let newer = IncomingCallError.Code(rawValue: "filteredBySomethingNew")
+        let newer = FilterError.Code(rawValue: "filteredBySomethingNew")
         #expect(FilterReason.callRefused(newer)?.rawValue == "call-refused-filteredBySomethingNew")
         #expect(FilterReason(rawValue: "call-refused-filteredBySomethingNew").refusal == newer)
         // An unknown string decodes, as itself.
@@ -100,7 +100,7 @@ struct TypedReasonTests {
                     ('a', ?2, NULL, NULL, 2, 'remoteEnded'),
                     ('a', ?3, NULL, NULL, 3, 'some-future-reason')
                 """
-            ) { s throws(FilterStateError) in
+            ) { s throws(FilterError) in
                 try s.bind(refused.uuidString, at: 1)
                 try s.bind(ended.uuidString, at: 2)
                 try s.bind(unknown.uuidString, at: 3)
@@ -108,7 +108,7 @@ struct TypedReasonTests {
             }
             try tx.database.withStatement(
                 "INSERT INTO early_cancel (account, call_id, sender, reason, at_ms) VALUES ('a', ?1, 'x', 'gone', 4)"
-            ) { s throws(FilterStateError) in
+            ) { s throws(FilterError) in
                 try s.bind(cancel.uuidString, at: 1)
                 try s.run()
             }
@@ -136,13 +136,13 @@ struct TypedReasonTests {
     /// Forwards admissions to a real reporter and records the refusals it is given; everything else is dropped.
     struct RecordsRefusals: CallReporting {
         actor Log {
-            var refusals: [IncomingCallError.Code] = []
-            func add(_ code: IncomingCallError.Code) { self.refusals.append(code) }
+            var refusals: [FilterError.Code] = []
+            func add(_ code: FilterError.Code) { self.refusals.append(code) }
         }
         let inner: CallKitReporter
         let log = Log()
         func admission() async -> CallAdmission { await self.inner.admission() }
-        func reportRefused(_ handoff: FilterDecision.Handoff, refusal: IncomingCallError.Code, atMs: Int64) async {
+        func reportRefused(_ handoff: FilterDecision.Handoff, refusal: FilterError.Code, atMs: Int64) async {
             await self.log.add(refusal)
         }
         func handOff(_ handoff: FilterDecision.Handoff) async {}
@@ -159,18 +159,18 @@ struct TypedReasonTests {
         let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         let quiet = CallProviderConfiguration(doNotDisturb: true)
         let callID = UUID()
-        let newer = IncomingCallError.Code(rawValue: "filteredBySomethingNew")
+        let newer = FilterError.Code(rawValue: "filteredBySomethingNew")
         let later = UUID()
         do {
             // The first process decides the refusal and dies before its `missed` event is recorded.
             let first = RecordsRefusals(
-                inner: CallKitReporter(configuration: quiet, sink: h.events, now: h.clock.closure, logger: logger)
+                inner: CallKitReporter(configuration: quiet, sink: h.events, clock: h.clock.wallClock, logger: logger)
             )
             let engine = try FilterEngine(
                 store: h.store,
                 accounts: await h.engine.accounts,
                 reporter: RefusedCallTests.DiesBeforeRefusedEvent(inner: first.inner),
-                now: h.clock.closure,
+                clock: h.clock.wallClock,
                 logger: logger
             )
             let outcome = try await engine.process([
@@ -203,7 +203,7 @@ struct TypedReasonTests {
             }
         }
         let restarted = RecordsRefusals(
-            inner: CallKitReporter(configuration: quiet, sink: h.events, now: h.clock.closure, logger: logger)
+            inner: CallKitReporter(configuration: quiet, sink: h.events, clock: h.clock.wallClock, logger: logger)
         )
         _ = try await h.restartedEngine(reporter: restarted, logger: logger)
         #expect(await restarted.log.refusals == [.filteredByDoNotDisturb, newer])

@@ -16,14 +16,6 @@ import Testing
 /// are random UUIDs chosen per call, carried inside the encrypted payload, and needed to follow a call in the log.
 @Suite("No secret in logs", .serialized)
 struct NoSecretsInLogsTests {
-    /// A controllable clock in milliseconds.
-    final class ManualClock: Sendable {
-        private let value: PThreadMutex<Int64>
-        init(_ start: Int64) { self.value = PThreadMutex(start) }
-        func advance(ms: Int64) { self.value.withLock { $0 += ms } }
-        var closure: @Sendable () -> Int64 { { self.value.withLock { $0 } } }
-    }
-
     /// Every kind of payload, with marker strings where plaintext would be.
     struct Corpus {
         var lines: [String] = []
@@ -125,7 +117,7 @@ struct NoSecretsInLogsTests {
         let spoolPath = fixture.path("spool.jsonl")
         try appendToFile(spoolPath, Array(corpus.lines.map { $0 + "\n" }.joined().utf8))
         let records = LogCapture(label: "fp-test")
-        let clock = ManualClock(fixture.startMs)
+        let clock = TestClock(ms: fixture.startMs)
         var options = FilterAppOptions(
             accounts: [.init(identity: fixture.identityPath, contacts: fixture.contactsPath)],
             statePath: fixture.path("state.sqlite")
@@ -134,7 +126,7 @@ struct NoSecretsInLogsTests {
         options.exitAtEndOfInput = true
         options.decisionsPath = fixture.path("decisions.jsonl")
         options.eventsPath = fixture.path("events.jsonl")
-        options.now = clock.closure
+        options.clock = clock.wallClock
         let parts = try FilterApp.build(options, logger: records.logger)
         try await parts.daemon.run()
         clock.advance(ms: 3_600_000)

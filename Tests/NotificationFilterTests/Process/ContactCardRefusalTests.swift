@@ -42,7 +42,7 @@ struct ContactCardRefusalTests {
             statePath: fixture.path("state.sqlite")
         )
         let now = fixture.startMs
-        options.now = { now }
+        options.clock = .fixed(now)
         let parts = try FilterApp.build(options, logger: LogCapture(label: "fp-test").logger)
         let outcome = try await parts.engine.process(
             [

@@ -29,7 +29,7 @@ struct CrashWindowEventTests {
         func endCall(account: String, callID: UUID, cause: CallEndCause, atMs: Int64) async {}
         func restoreRinging(_ handoff: FilterDecision.Handoff) async { await self.inner.restoreRinging(handoff) }
         func admission() async -> CallAdmission { await self.inner.admission() }
-        func reportRefused(_ handoff: FilterDecision.Handoff, refusal: IncomingCallError.Code, atMs: Int64) async {
+        func reportRefused(_ handoff: FilterDecision.Handoff, refusal: FilterError.Code, atMs: Int64) async {
             await self.inner.reportRefused(handoff, refusal: refusal, atMs: atMs)
         }
         func apply(_ action: CallUserAction, _ handoff: FilterDecision.Handoff) async {
@@ -72,13 +72,12 @@ struct CrashWindowEventTests {
         do {
             let store = try FilterStateStore(path: statePath, logger: logger)
             let outbox = try EventOutbox(store: store, eventsPath: eventsPath, forward: nil, logger: logger)
-            let now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
-            let reporter = CallKitReporter(configuration: .init(), sink: outbox, now: now, logger: logger)
+            let reporter = CallKitReporter(configuration: .init(), sink: outbox, clock: .system, logger: logger)
             let engine = try FilterEngine(
                 store: store,
                 accounts: [FilterAccount(identity: fixture.bob, contacts: ContactBook([try fixture.alice.card()]))],
                 reporter: DiesBeforeEnd(inner: reporter),
-                now: now,
+                clock: .system,
                 logger: logger
             )
             let invite = PayloadInput.parse(line: Array(records[0].jsonLine().utf8), defaultSeq: 1)
@@ -114,7 +113,7 @@ struct CrashWindowEventTests {
         func endCall(account: String, callID: UUID, cause: CallEndCause, atMs: Int64) async {}
         func restoreRinging(_ handoff: FilterDecision.Handoff) async { await self.inner.restoreRinging(handoff) }
         func admission() async -> CallAdmission { await self.inner.admission() }
-        func reportRefused(_ handoff: FilterDecision.Handoff, refusal: IncomingCallError.Code, atMs: Int64) async {}
+        func reportRefused(_ handoff: FilterDecision.Handoff, refusal: FilterError.Code, atMs: Int64) async {}
         func apply(_ action: CallUserAction, _ handoff: FilterDecision.Handoff) async {
             await self.inner.apply(action, handoff)
         }
@@ -162,13 +161,12 @@ struct CrashWindowEventTests {
         do {
             let store = try FilterStateStore(path: statePath, logger: logger)
             let outbox = try EventOutbox(store: store, eventsPath: eventsPath, forward: nil, logger: logger)
-            let now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
-            let reporter = CallKitReporter(configuration: .init(), sink: outbox, now: now, logger: logger)
+            let reporter = CallKitReporter(configuration: .init(), sink: outbox, clock: .system, logger: logger)
             let engine = try FilterEngine(
                 store: store,
                 accounts: [FilterAccount(identity: fixture.bob, contacts: ContactBook([try fixture.alice.card()]))],
                 reporter: DiesAfterCommit(inner: reporter),
-                now: now,
+                clock: .system,
                 logger: logger
             )
             let inputs = records.enumerated().map { index, record in

@@ -21,7 +21,7 @@ struct CrashWindowRecoveryTests {
         func endCall(account: String, callID: UUID, cause: CallEndCause, atMs: Int64) async {}
         func restoreRinging(_ handoff: FilterDecision.Handoff) async { await self.inner.restoreRinging(handoff) }
         func admission() async -> CallAdmission { await self.inner.admission() }
-        func reportRefused(_ handoff: FilterDecision.Handoff, refusal: IncomingCallError.Code, atMs: Int64) async {}
+        func reportRefused(_ handoff: FilterDecision.Handoff, refusal: FilterError.Code, atMs: Int64) async {}
         func apply(_ action: CallUserAction, _ handoff: FilterDecision.Handoff) async {}
         func reportRemoteDeclined(account: String, callID: UUID, byUser: String, byDevice: String?, atMs: Int64) async {
             try? await Task.sleep(for: .seconds(3_600))
@@ -56,13 +56,12 @@ struct CrashWindowRecoveryTests {
         do {
             let store = try FilterStateStore(path: statePath, logger: self.logger)
             let outbox = try EventOutbox(store: store, eventsPath: eventsPath, forward: nil, logger: self.logger)
-            let now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
-            let real = CallKitReporter(configuration: .init(), sink: outbox, now: now, logger: self.logger)
+            let real = CallKitReporter(configuration: .init(), sink: outbox, clock: .system, logger: self.logger)
             let engine = try FilterEngine(
                 store: store,
                 accounts: [FilterAccount(identity: fixture.bob, contacts: ContactBook([try fixture.alice.card()]))],
                 reporter: killed ? DiesAfterCommit(inner: real) : real,
-                now: now,
+                clock: .system,
                 logger: self.logger
             )
             let inputs = records.enumerated().map { index, record in

@@ -60,9 +60,9 @@ extension ChildProcess {
         )
     }
 
-    /// Real time (the spools are built to be time-independent) and no identity from the environment, then `extra`.
+    /// No identity from the environment, then `extra`.
     private static func filterEnvironment(_ extra: [String: String]) -> [String: String?] {
-        var environment: [String: String?] = ["E2EE_FILTER_NOW_MS": nil, "E2EE_IDENTITY_FILE": nil]
+        var environment: [String: String?] = ["E2EE_IDENTITY_FILE": nil]
         for (name, value) in extra { environment[name] = value }
         return environment
     }

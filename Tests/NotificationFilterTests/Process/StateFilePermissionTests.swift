@@ -69,7 +69,7 @@ struct StateFilePermissionTests {
         #expect(card.status == 66, "\(card.stderr)")
         #expect(card.stderr.contains("is a public card"), "\(card.stderr)")
         for output in [state, inFolder, card] {
-            #expect(!output.stderr.contains("FilterStateError"), "\(output.stderr)")
+            #expect(!output.stderr.contains("FilterError"), "\(output.stderr)")
             #expect(!output.stderr.contains(".swift:"), "\(output.stderr)")
             #expect(!output.stderr.contains("chmod"), "\(output.stderr)")
         }

@@ -23,24 +23,24 @@ struct FilterStateStoreTests {
             try tx.insertMessageID(account: "a", sender: "carol", messageID: messageID(1), sentAtMs: 1)
         }
         let pragmas = try store.transaction { tx throws in
-            try tx.database.withStatement("PRAGMA journal_mode") { s throws(FilterStateError) in
+            try tx.database.withStatement("PRAGMA journal_mode") { s throws(FilterError) in
                 try s.step() ? s.text(0) : ""
             }
                 + ","
                 + String(
-                    try tx.database.withStatement("PRAGMA user_version") { s throws(FilterStateError) in
+                    try tx.database.withStatement("PRAGMA user_version") { s throws(FilterError) in
                         try s.step() ? s.int64(0) : -1
                     }
                 )
                 + ","
                 + String(
-                    try tx.database.withStatement("PRAGMA application_id") { s throws(FilterStateError) in
+                    try tx.database.withStatement("PRAGMA application_id") { s throws(FilterError) in
                         try s.step() ? s.int64(0) : -1
                     }
                 )
                 + ","
                 + String(
-                    try tx.database.withStatement("PRAGMA synchronous") { s throws(FilterStateError) in
+                    try tx.database.withStatement("PRAGMA synchronous") { s throws(FilterError) in
                         try s.step() ? s.int64(0) : -1
                     }
                 )
@@ -101,7 +101,7 @@ struct FilterStateStoreTests {
     func rollbackOnStoreError() throws {
         let dir = ScratchDirectory()
         let store = try openStore(dir.file("state.sqlite"))
-        #expect(throws: FilterStateError.self) {
+        #expect(throws: FilterError.self) {
             try store.transaction { tx throws in
                 try tx.recordDecision(seq: 7, line: "x")
                 _ = try tx.insertMessageID(account: "a", sender: "carol", messageID: [1, 2, 3], sentAtMs: 1)
@@ -143,7 +143,7 @@ struct FilterStateStoreTests {
         let dir = ScratchDirectory()
         let path = dir.file("state.sqlite")
         writeScratchFile(path, Array(repeating: 0x5A, count: 8192))
-        let error = #expect(throws: FilterStateError.self) { try openStore(path) }
+        let error = #expect(throws: FilterError.self) { try openStore(path) }
         #expect(error?.code == .corruptDatabase)
     }
 
@@ -154,9 +154,9 @@ struct FilterStateStoreTests {
         let other = try StateDatabase(path: path)
         try other.execute("CREATE TABLE contacts (name TEXT); INSERT INTO contacts VALUES ('x')")
         #expect(chmod(path, 0o600) == 0)  // private, so the refusal below is about whose file it is
-        let error = #expect(throws: FilterStateError.self) { try openStore(path) }
+        let error = #expect(throws: FilterError.self) { try openStore(path) }
         #expect(error?.code == .foreignDatabase)
-        let tables = try other.withStatement("SELECT count(*) FROM sqlite_schema") { s throws(FilterStateError) in
+        let tables = try other.withStatement("SELECT count(*) FROM sqlite_schema") { s throws(FilterError) in
             try s.step() ? s.int64(0) : -1
         }
         #expect(tables == 1)
@@ -189,7 +189,7 @@ struct FilterStateStoreTests {
         }
         let before = try #require(FileManager.default.contents(atPath: path))
         #expect(chmod(path, 0o644) == 0)
-        let error = #expect(throws: FilterStateError.self) { try openStore(path) }
+        let error = #expect(throws: FilterError.self) { try openStore(path) }
         #expect(error?.code == .insecureFile)
         #expect(error?.message.contains("run chmod 600 \(path)") == true)
         #expect(error?.message.contains("mode 644") == true)
@@ -211,7 +211,7 @@ struct FilterStateStoreTests {
         do { _ = try openStore(path) }
         writeScratchFile(path + suffix, [])
         #expect(chmod(path + suffix, 0o640) == 0)
-        let error = #expect(throws: FilterStateError.self) { try openStore(path) }
+        let error = #expect(throws: FilterError.self) { try openStore(path) }
         #expect(error?.code == .insecureFile)
         #expect(error?.message.contains("run chmod 600 \(path + suffix)") == true)
     }
@@ -223,8 +223,8 @@ struct FilterStateStoreTests {
         _ = try openStore(path)
         let raw = try StateDatabase(path: path)
         try raw.execute("PRAGMA user_version = 99")
-        let error = #expect(throws: FilterStateError.self) { try openStore(path) }
+        let error = #expect(throws: FilterError.self) { try openStore(path) }
         #expect(error?.code == .schemaTooNew)
-        #expect(error == FilterStateError(code: .schemaTooNew, message: "any message"))
+        #expect(error == FilterError(code: .schemaTooNew, message: "any message"))
     }
 }

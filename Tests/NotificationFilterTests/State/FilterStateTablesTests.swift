@@ -46,7 +46,7 @@ struct FilterStateTablesTests {
             ]
         }
         #expect(results == [true, true, false, false])
-        let empty = #expect(throws: FilterStateError.self) {
+        let empty = #expect(throws: FilterError.self) {
             try store.transaction { tx throws in
                 try tx.insertMessageID(account: "bob", sender: "", messageID: messageID(2), sentAtMs: 1)
             }
@@ -67,7 +67,7 @@ struct FilterStateTablesTests {
             try v1.execute("PRAGMA application_id = \(FilterStateSchema.applicationID)")
             try v1.execute("PRAGMA user_version = 1")
             try v1.withStatement("INSERT INTO replay (account, message_id, sent_at_ms) VALUES ('bob', ?1, 100)") {
-                s throws(FilterStateError) in
+                s throws(FilterError) in
                 try s.bind(messageID(7), at: 1)
                 try s.run()
             }
@@ -81,7 +81,7 @@ struct FilterStateTablesTests {
         let store = try openStore(path)
         let (version, legacy, fresh, pruned) = try store.transaction { tx throws in
             (
-                try tx.database.withStatement("PRAGMA user_version") { s throws(FilterStateError) in
+                try tx.database.withStatement("PRAGMA user_version") { s throws(FilterError) in
                     try s.step() ? s.int64(0) : -1
                 },
                 [
@@ -143,11 +143,11 @@ struct FilterStateTablesTests {
         let store = try openStore(path)
         let (version, tables, rings) = try store.transaction { tx throws in
             (
-                try tx.database.withStatement("PRAGMA user_version") { s throws(FilterStateError) in
+                try tx.database.withStatement("PRAGMA user_version") { s throws(FilterError) in
                     try s.step() ? s.int64(0) : -1
                 },
                 try tx.database.withStatement("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name") {
-                    s throws(FilterStateError) in
+                    s throws(FilterError) in
                     var names: [String] = []
                     while try s.step() { names.append(s.text(0)) }
                     return names
@@ -230,11 +230,11 @@ struct FilterStateTablesTests {
         let store = try openStore(path)
         let (version, videos, unfinished) = try store.transaction { tx throws in
             (
-                try tx.database.withStatement("PRAGMA user_version") { s throws(FilterStateError) in
+                try tx.database.withStatement("PRAGMA user_version") { s throws(FilterError) in
                     try s.step() ? s.int64(0) : -1
                 },
                 try tx.database.withStatement("SELECT call_id, has_video FROM call_caller") {
-                    s throws(FilterStateError) in
+                    s throws(FilterError) in
                     var out: [String: Int64?] = [:]
                     while try s.step() { out[s.text(0)] = s.isNull(1) ? .some(nil) : s.int64(1) }
                     return out
@@ -267,7 +267,7 @@ struct FilterStateTablesTests {
         }
         let stored = try store.transaction { tx throws in
             try tx.database.withStatement("SELECT has_video FROM call_caller WHERE call_id = ?1") {
-                s throws(FilterStateError) in
+                s throws(FilterError) in
                 try s.bind(next.uuidString, at: 1)
                 return try s.step() ? s.int64(0) : -1
             }
@@ -279,7 +279,7 @@ struct FilterStateTablesTests {
     func replayWrongLength(length: Int) throws {
         let dir = ScratchDirectory()
         let store = try openStore(dir.file("s.sqlite"))
-        let error = #expect(throws: FilterStateError.self) {
+        let error = #expect(throws: FilterError.self) {
             try store.transaction { tx throws in
                 try tx.insertMessageID(
                     account: "a",
@@ -540,7 +540,7 @@ struct FilterStateTablesTests {
             #expect(try tx.spoolProgress(path: "/b") == SpoolProgress(byteOffset: 5, lastSeq: 9))
             #expect(try tx.spoolProgress(path: "/c") == nil)
         }
-        let error = #expect(throws: FilterStateError.self) {
+        let error = #expect(throws: FilterError.self) {
             try store.transaction { tx throws in
                 try tx.setSpoolProgress(path: "/a", SpoolProgress(byteOffset: -1, lastSeq: 3))
             }

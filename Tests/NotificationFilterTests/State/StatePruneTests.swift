@@ -20,7 +20,7 @@ struct StatePruneTests {
             var out: [String: Int] = [:]
             for table in Self.tables {
                 out[table] = try tx.database.withStatement("SELECT count(*) FROM \(table)") {
-                    s throws(FilterStateError) in
+                    s throws(FilterError) in
                     _ = try s.step()
                     return Int(s.int64(0))
                 }

@@ -10,7 +10,7 @@ struct APNsClientConfigurationTests {
     let key = APNsSigningKey(privateKey: P256.Signing.PrivateKey())
 
     private func configuration(
-        _ environment: APNsEnvironment = .development,
+        _ environment: APNsEndpoint = .development,
         keyID: String = APNsTestKeys.keyID,
         window: Int = 100,
         streamTimeout: Duration = .seconds(10),
@@ -34,7 +34,7 @@ struct APNsClientConfigurationTests {
         #expect(APNsEnvironment.development.baseURL == "https://api.sandbox.push.apple.com")
         #expect(APNsEnvironment.production.baseURL == "https://api.push.apple.com")
         #expect(
-            APNsEnvironment.custom(baseURL: "https://127.0.0.1:8443/", trustedCAPEMPath: nil).baseURL
+            APNsEndpoint.custom(baseURL: "https://127.0.0.1:8443/", trustedCAPEMPath: nil).baseURL
                 == "https://127.0.0.1:8443"
         )
         let configuration = try self.configuration(.production)
@@ -45,7 +45,7 @@ struct APNsClientConfigurationTests {
 
     @Test("bad values are refused with invalidConfiguration")
     func invalidValues() {
-        let invalid = APNsError(.invalidConfiguration, "")
+        let invalid = SenderError(.invalidConfiguration, "")
         #expect(throws: invalid) { try self.configuration(window: 0) }
         #expect(throws: invalid) { try self.configuration(streamTimeout: .zero) }
         #expect(throws: invalid) { try self.configuration(connectTimeout: .seconds(-1)) }
@@ -70,7 +70,7 @@ struct APNsClientConfigurationTests {
         let empty = folder.file("empty.pem")
         _ = FileManager.default.createFile(atPath: empty, contents: Data("nothing here\n".utf8))
         for path in [folder.file("missing.pem"), empty] {
-            #expect(throws: APNsError(.trustedCAUnreadable, "")) {
+            #expect(throws: SenderError(.trustedCAUnreadable, "")) {
                 try self.configuration(.custom(baseURL: "https://127.0.0.1:1", trustedCAPEMPath: path))
             }
         }
@@ -104,7 +104,9 @@ struct APNsClientConfigurationTests {
         #expect(results[1].localOutcome?.message.contains("1700000000000") == true)
         #expect(await client.providerTokensIssued == 0)
         await client.shutdown()
-        let after = await client.send(APNsRequest(deviceToken: "abcd", headers: [:], body: "{}"))
+        let after = await client.send(
+            APNsRequest(deviceToken: String(repeating: "ab", count: 32), headers: [:], body: "{}")
+        )
         #expect(after.localOutcome == .clientShutdown)
         #expect(after.attempts == 0)
         #expect(await client.providerTokensIssued == 0)
@@ -121,7 +123,9 @@ struct APNsClientConfigurationTests {
             ),
             logger: Logger(label: "test")
         )
-        let result = await client.send(APNsRequest(deviceToken: "abcd", headers: [:], body: "{}"))
+        let result = await client.send(
+            APNsRequest(deviceToken: String(repeating: "ab", count: 32), headers: [:], body: "{}")
+        )
         await client.shutdown()
         #expect(result.localOutcome == .connectionError(""))
         #expect(result.status == nil)

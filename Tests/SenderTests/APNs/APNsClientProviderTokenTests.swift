@@ -1,6 +1,7 @@
 import APNsGateway
 import Foundation
 import Logging
+import TestSupport
 import Testing
 
 @testable import Sender
@@ -10,8 +11,8 @@ struct APNsClientProviderTokenTests {
     @Test("ExpiredProviderToken: one new token for a whole batch, each push retried once, then delivered")
     func regeneratesOnceAndDelivers() async throws {
         let start = Date(timeIntervalSince1970: 1_800_000_000)
-        let gatewayClock = ManualClock(start)
-        let clientClock = ManualClock(start)
+        let gatewayClock = TestClock(start)
+        let clientClock = TestClock(start)
         try await GatewayHarness.with(gatewayClock: gatewayClock) { gateway in
             let client = try gateway.makeClient(clock: clientClock)
             let first = await client.send(GatewayHarness.push())
@@ -20,8 +21,8 @@ struct APNsClientProviderTokenTests {
 
             // The client's clock says 40 minutes (its token is not due for refresh), the gateway's says 65:
             // APNs calls the token expired.
-            clientClock.advance(by: 40 * 60)
-            gatewayClock.advance(by: 65 * 60)
+            clientClock.advance(seconds: 40 * 60)
+            gatewayClock.advance(seconds: 65 * 60)
             let batch = (0..<10).map { _ in GatewayHarness.push() }
             let results = await client.send(batch)
             #expect(results.map(\.status) == Array(repeating: 200, count: 10))
@@ -41,8 +42,8 @@ struct APNsClientProviderTokenTests {
     @Test("a regenerated token that is also called expired is not replaced again: the 403 is the result")
     func noSecondRegeneration() async throws {
         let start = Date(timeIntervalSince1970: 1_800_000_000)
-        let gatewayClock = ManualClock(start.addingTimeInterval(3 * 3600))
-        let clientClock = ManualClock(start)
+        let gatewayClock = TestClock(start.addingTimeInterval(3 * 3600))
+        let clientClock = TestClock(start)
         try await GatewayHarness.with(gatewayClock: gatewayClock) { gateway in
             let client = try gateway.makeClient(
                 retryPolicy: try RetryPolicy(maxAttempts: 3, initialDelay: .zero),
@@ -54,7 +55,7 @@ struct APNsClientProviderTokenTests {
             #expect(first.reason == .expiredProviderToken)
             #expect(first.attempts == 2)
             #expect(await client.providerTokensIssued == 2)
-            clientClock.advance(by: 60)
+            clientClock.advance(seconds: 60)
             let second = await client.send(GatewayHarness.push())
             #expect(second.status == 403)
             #expect(second.reason == .expiredProviderToken)
@@ -67,19 +68,19 @@ struct APNsClientProviderTokenTests {
     @Test("the token is refreshed on schedule and the gateway accepts the refresh after 50 minutes")
     func scheduledRefresh() async throws {
         let start = Date(timeIntervalSince1970: 1_800_000_000)
-        let gatewayClock = ManualClock(start)
-        let clientClock = ManualClock(start)
+        let gatewayClock = TestClock(start)
+        let clientClock = TestClock(start)
         try await GatewayHarness.with(gatewayClock: gatewayClock) { gateway in
             let client = try gateway.makeClient(clock: clientClock)
             #expect(await client.send(GatewayHarness.push()).status == 200)
             for minutes in [10, 20, 19] {
-                clientClock.advance(by: Double(minutes) * 60)
-                gatewayClock.advance(by: Double(minutes) * 60)
+                clientClock.advance(seconds: Double(minutes) * 60)
+                gatewayClock.advance(seconds: Double(minutes) * 60)
                 #expect(await client.send(GatewayHarness.push()).status == 200)
             }
             #expect(await client.providerTokensIssued == 1)
-            clientClock.advance(by: 60)  // 50 minutes: refresh
-            gatewayClock.advance(by: 60)
+            clientClock.advance(seconds: 60)  // 50 minutes: refresh
+            gatewayClock.advance(seconds: 60)
             let refreshed = await client.send(GatewayHarness.push())
             #expect(refreshed.status == 200)
             #expect(refreshed.attempts == 1)

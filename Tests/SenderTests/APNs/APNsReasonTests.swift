@@ -1,3 +1,4 @@
+import E2EECore
 import Foundation
 import Testing
 
@@ -66,15 +67,17 @@ struct APNsReasonTests {
         #expect(APNsLocalOutcome.tokenInactive(since: 1) == .tokenInactive(since: 2))
         #expect(APNsLocalOutcome.timeout(after: .seconds(1)) != .connectionError("x"))
         #expect(APNsLocalOutcome.timeout(after: .seconds(1)).code == "timeout")
+        #expect(APNsLocalOutcome.timeout(after: .seconds(1)).kind == .timeout)
+        #expect(APNsLocalOutcome.tokenInactive(since: 5).kind == APNsLocalOutcome.Code.tokenInactive)
         #expect(APNsLocalOutcome.tokenInactive(since: 5).message.contains("5"))
     }
 
-    @Test("device tokens must be non-empty hex")
+    @Test("device tokens follow the one rule (DeviceToken): 64 to 200 hex digits, an even count")
     func hexTokens() {
-        #expect(APNsClient.isHex(String(repeating: "aF09", count: 16)))
-        #expect(!APNsClient.isHex(""))
-        #expect(!APNsClient.isHex("abcg"))
-        #expect(!APNsClient.isHex("ab/../cd"))
-        #expect(!APNsClient.isHex("ab cd"))
+        #expect(DeviceToken.problem(String(repeating: "aF09", count: 16)) == nil)
+        #expect(DeviceToken.problem("") != nil)
+        #expect(DeviceToken.problem("abcg" + String(repeating: "0", count: 60)) != nil)
+        #expect(DeviceToken.problem("ab/../cd" + String(repeating: "0", count: 56)) != nil)
+        #expect(DeviceToken.problem("ab cd" + String(repeating: "0", count: 59)) != nil)
     }
 }

@@ -25,7 +25,7 @@ struct APNsSigningKeyTests {
         defer { folder.cleanup() }
         let path = folder.file("AuthKey.p8")
         _ = try APNsTestKeys.writeKey(to: path, mode: mode)
-        let error = try #require(throws: APNsError.self) { try APNsSigningKey.load(path: path) }
+        let error = try #require(throws: SenderError.self) { try APNsSigningKey.load(path: path) }
         #expect(error.code == .keyFileTooOpen)
         #expect(error.message.contains("chmod 600 \(path)"))
     }
@@ -43,12 +43,14 @@ struct APNsSigningKeyTests {
     func refusesBadFiles() throws {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
-        #expect(throws: APNsError(.keyFileUnreadable, "")) { try APNsSigningKey.load(path: folder.file("missing.p8")) }
-        #expect(throws: APNsError(.keyFileUnreadable, "")) { try APNsSigningKey.load(path: folder.path) }
+        #expect(throws: SenderError(.keyFileUnreadable, "")) {
+            try APNsSigningKey.load(path: folder.file("missing.p8"))
+        }
+        #expect(throws: SenderError(.keyFileUnreadable, "")) { try APNsSigningKey.load(path: folder.path) }
         let garbage = folder.file("garbage.p8")
         _ = FileManager.default.createFile(atPath: garbage, contents: Data("-----BEGIN PRIVATE KEY-----\nAAAA\n".utf8))
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: garbage)
-        #expect(throws: APNsError(.keyInvalid, "")) { try APNsSigningKey.load(path: garbage) }
+        #expect(throws: SenderError(.keyInvalid, "")) { try APNsSigningKey.load(path: garbage) }
         // A P-384 key is not an APNs key.
         let p384 = folder.file("p384.p8")
         _ = FileManager.default.createFile(
@@ -56,7 +58,7 @@ struct APNsSigningKeyTests {
             contents: Data(P384.Signing.PrivateKey().pemRepresentation.utf8)
         )
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: p384)
-        #expect(throws: APNsError(.keyInvalid, "")) { try APNsSigningKey.load(path: p384) }
+        #expect(throws: SenderError(.keyInvalid, "")) { try APNsSigningKey.load(path: p384) }
     }
 
     @Test("the key path can come from an environment variable naming the file")
@@ -69,17 +71,17 @@ struct APNsSigningKeyTests {
         #expect(loaded.publicKey.rawRepresentation == original.publicKey.rawRepresentation)
         let custom = try APNsSigningKey.load(fromEnvironmentVariable: "MY_KEY", environment: ["MY_KEY": path])
         #expect(custom.publicKey.rawRepresentation == original.publicKey.rawRepresentation)
-        let missing = try #require(throws: APNsError.self) { try APNsSigningKey.load(environment: [:]) }
+        let missing = try #require(throws: SenderError.self) { try APNsSigningKey.load(environment: [:]) }
         #expect(missing.code == .keyEnvironmentVariableMissing)
         #expect(missing.message.contains("APNS_KEY_PATH"))
-        #expect(throws: APNsError(.keyEnvironmentVariableMissing, "")) {
+        #expect(throws: SenderError(.keyEnvironmentVariableMissing, "")) {
             try APNsSigningKey.load(environment: ["APNS_KEY_PATH": ""])
         }
     }
 
     @Test("errors compare by code only")
     func errorEquality() {
-        #expect(APNsError(.keyInvalid, "one") == APNsError(.keyInvalid, "two"))
-        #expect(APNsError(.keyInvalid, "same") != APNsError(.keyFileTooOpen, "same"))
+        #expect(SenderError(.keyInvalid, "one") == SenderError(.keyInvalid, "two"))
+        #expect(SenderError(.keyInvalid, "same") != SenderError(.keyFileTooOpen, "same"))
     }
 }

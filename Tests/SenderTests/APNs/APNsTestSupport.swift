@@ -5,28 +5,6 @@ import Logging
 
 @testable import Sender
 
-/// A wall clock the test moves by hand.
-final class ManualClock: Sendable {
-    private let current: PThreadMutex<Date>
-
-    init(_ start: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
-        self.current = PThreadMutex(start)
-    }
-
-    var now: Date { self.current.withLock { $0 } }
-
-    func advance(by seconds: TimeInterval) {
-        self.current.withLock { $0 = $0.addingTimeInterval(seconds) }
-    }
-
-    func set(_ date: Date) {
-        self.current.withLock { $0 = date }
-    }
-
-    /// A `now` closure reading this clock.
-    var closure: @Sendable () -> Date { { self.now } }
-}
-
 /// Records every delay it is asked to sleep, and returns at once.
 final class RecordingSleeper: Sendable {
     private let delays = PThreadMutex<[Duration]>([])

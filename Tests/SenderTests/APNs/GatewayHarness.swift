@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Locking
 import Logging
+import TestSupport
 
 @testable import Sender
 
@@ -25,7 +26,7 @@ final class GatewayHarness: Sendable {
     let folder: TemporaryFolder
     let port: Int
     let signingKey: APNsSigningKey
-    let gatewayClock: ManualClock
+    let gatewayClock: TestClock
     private let clients = PThreadMutex<[APNsClient]>([])
 
     private init(
@@ -34,7 +35,7 @@ final class GatewayHarness: Sendable {
         folder: TemporaryFolder,
         port: Int,
         signingKey: APNsSigningKey,
-        gatewayClock: ManualClock
+        gatewayClock: TestClock
     ) {
         self.server = server
         self.sink = sink
@@ -50,7 +51,7 @@ final class GatewayHarness: Sendable {
         devices: DeviceRegistry = DeviceRegistry(),
         registeredKey: P256.Signing.PublicKey? = nil,
         keyEnvironment: APNsGatewayEnvironment? = nil,
-        gatewayClock: ManualClock = ManualClock(Date()),
+        gatewayClock: TestClock = TestClock(Date()),
         _ body: (GatewayHarness) async throws -> Void
     ) async throws {
         let gateway = try await Self.start(
@@ -82,7 +83,7 @@ final class GatewayHarness: Sendable {
         devices: DeviceRegistry = DeviceRegistry(),
         registeredKey: P256.Signing.PublicKey? = nil,
         keyEnvironment: APNsGatewayEnvironment? = nil,
-        gatewayClock: ManualClock = ManualClock(Date())
+        gatewayClock: TestClock = TestClock(Date())
     ) async throws -> GatewayHarness {
         let folder = try TemporaryFolder()
         let key = P256.Signing.PrivateKey()
@@ -125,13 +126,11 @@ final class GatewayHarness: Sendable {
         connectTimeout: Duration = GatewayHarness.connectTimeout,
         retryPolicy: RetryPolicy = .never,
         registry: TokenRegistry = TokenRegistry(),
-        clock: ManualClock? = nil,
+        clock: TestClock? = nil,
         pathPrefix: String = "",
         method: String = "POST",
         logger: Logger = Logger(label: "apns-client")
     ) throws -> APNsClient {
-        var now: @Sendable () -> Date = { Date() }
-        if let clock { now = clock.closure }
         let configuration = try APNsClientConfiguration(
             environment: .custom(
                 baseURL: "https://127.0.0.1:\(self.port)\(pathPrefix)",
@@ -145,7 +144,7 @@ final class GatewayHarness: Sendable {
             connectTimeout: connectTimeout,
             retryPolicy: retryPolicy,
             tokenRegistry: registry,
-            now: now
+            clock: clock?.wallClock ?? .system
         )
         let client = APNsClient(configuration: configuration, logger: logger, method: method)
         self.clients.withLock { $0.append(client) }

@@ -52,13 +52,13 @@ struct RetryPolicyTests {
 
     @Test("invalid values are rejected")
     func validation() {
-        #expect(throws: APNsError(.invalidConfiguration, "")) { try RetryPolicy(maxAttempts: 0) }
-        #expect(throws: APNsError(.invalidConfiguration, "")) { try RetryPolicy(multiplier: 0.5) }
-        #expect(throws: APNsError(.invalidConfiguration, "")) { try RetryPolicy(jitter: 1.5) }
-        #expect(throws: APNsError(.invalidConfiguration, "")) {
+        #expect(throws: SenderError(.invalidConfiguration, "")) { try RetryPolicy(maxAttempts: 0) }
+        #expect(throws: SenderError(.invalidConfiguration, "")) { try RetryPolicy(multiplier: 0.5) }
+        #expect(throws: SenderError(.invalidConfiguration, "")) { try RetryPolicy(jitter: 1.5) }
+        #expect(throws: SenderError(.invalidConfiguration, "")) {
             try RetryPolicy(initialDelay: .seconds(5), maxDelay: .seconds(1))
         }
-        #expect(throws: APNsError(.invalidConfiguration, "")) { try RetryPolicy(initialDelay: .seconds(-1)) }
+        #expect(throws: SenderError(.invalidConfiguration, "")) { try RetryPolicy(initialDelay: .seconds(-1)) }
     }
 
     @Test("the default policy is 3 attempts from 1 s doubling, capped at 30 s, 20% jitter")

@@ -67,13 +67,13 @@ struct TokenRegistryTests {
             contents: Data("not json".utf8),
             attributes: [.posixPermissions: 0o600]
         )
-        #expect(throws: APNsError(.registryFileUnreadable, "")) {
+        #expect(throws: SenderError(.registryFileUnreadable, "")) {
             _ = try TokenRegistry(persistingTo: corrupt, logger: Logger(label: "test"))
         }
         let open = folder.file("open.json")
         _ = FileManager.default.createFile(atPath: open, contents: Data(#"{"version":1,"inactive":[]}"#.utf8))
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: open)
-        #expect(throws: APNsError(.registryFileUnreadable, "")) {
+        #expect(throws: SenderError(.registryFileUnreadable, "")) {
             _ = try TokenRegistry(persistingTo: open, logger: Logger(label: "test"))
         }
     }

@@ -144,7 +144,7 @@ struct SendCLIDefectTests {
         let dir = NSTemporaryDirectory() + "e2ee-send-token-\(UUID().uuidString)"
         let cases: [(String, String)] = [
             ("abab", "got only 4 digits"),
-            (String(repeating: "a", count: 33), "odd count (33)"),
+            (String(repeating: "a", count: 65), "odd count (65)"),
             (String(repeating: "ab", count: 101), "got 202 digits"),
             ("abcdefgh" + String(repeating: "0", count: 56), "character 7 is not a hex digit"),
         ]

@@ -55,7 +55,7 @@ struct Devices {
         try ContactTrust(
             directory: ContactDirectory(folder: self.folder),
             pinsPath: self.folder + "/pins.json",
-            nowMs: { Self.now },
+            clock: .fixed(Int64(Self.now)),
             notice: { notices.append($0) }
         )
     }

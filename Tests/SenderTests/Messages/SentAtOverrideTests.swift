@@ -15,7 +15,7 @@ struct SentAtOverrideTests {
         let alice = try Identity.generate(userID: "alice", displayName: "Alice", nowMs: 1)
         let bob = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: 1)
         let card = try bob.card(push: .init(deviceToken: Self.token, topic: "com.example.e2ee"))
-        let builder = PushBuilder(identity: alice, topic: "com.example.e2ee", nowMs: { Self.clockMs })
+        let builder = PushBuilder(identity: alice, topic: "com.example.e2ee", clock: .fixed(Int64(Self.clockMs)))
         return (alice, bob, card, builder)
     }
 

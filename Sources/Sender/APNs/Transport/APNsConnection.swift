@@ -1,5 +1,5 @@
+import Locking
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP2
 
@@ -22,9 +22,9 @@ final class APNsConnection: Sendable {
     /// A number for logs, unique within the client.
     let id: Int
     let eventLoop: any EventLoop
-    private let inbox = NIOLockedValueBox(Inbox())
+    private let inbox = PThreadMutex(Inbox())
     /// Cleared when the connection may take no new streams (GOAWAY, closed, stream IDs exhausted).
-    private let usable = NIOLockedValueBox(true)
+    private let usable = PThreadMutex(true)
 
     init(id: Int, eventLoop: any EventLoop) {
         self.id = id
@@ -32,14 +32,14 @@ final class APNsConnection: Sendable {
     }
 
     /// Whether new pushes may be sent on this connection.
-    var isUsable: Bool { self.usable.withLockedValue { $0 } }
+    var isUsable: Bool { self.usable.withLock { $0 } }
 
     /// How many pushes wait in the inbox (not yet taken by the handler).
-    var queuedCount: Int { self.inbox.withLockedValue { $0.items.count } }
+    var queuedCount: Int { self.inbox.withLock { $0.items.count } }
 
     /// Marks the connection as taking no new pushes; the pool opens another for later ones.
     func retire() {
-        self.usable.withLockedValue { $0 = false }
+        self.usable.withLock { $0 = false }
     }
 
     /// Queues a push; its outcome arrives through the push's continuation.
@@ -49,7 +49,7 @@ final class APNsConnection: Sendable {
             case drain(NIOLoopBound<APNsConnectionHandler>)
             case finish(APNsStreamOutcome)
         }
-        let action: Action = self.inbox.withLockedValue { inbox in
+        let action: Action = self.inbox.withLock { inbox in
             if let outcome = inbox.closedOutcome { return .finish(outcome) }
             inbox.items.append(push)
             guard !inbox.drainScheduled, let handler = inbox.handler else { return .none }
@@ -78,7 +78,7 @@ final class APNsConnection: Sendable {
             case forward(NIOLoopBound<APNsConnectionHandler>)
             case finish
         }
-        let action: Action = self.inbox.withLockedValue { inbox in
+        let action: Action = self.inbox.withLock { inbox in
             if let handler = inbox.handler { return .forward(handler) }
             guard let index = inbox.items.firstIndex(where: { $0 === push }) else { return .none }
             inbox.items.remove(at: index)
@@ -98,7 +98,7 @@ final class APNsConnection: Sendable {
     /// and every later push, gets ``APNsStreamOutcome/connectFailed(_:)`` with `reason`.
     func connectFailed(_ reason: String) {
         self.eventLoop.execute {
-            if let handler = self.inbox.withLockedValue({ $0.handler }) {
+            if let handler = self.inbox.withLock({ $0.handler }) {
                 handler.value.fail(reason)
             } else {
                 for push in self.closeInbox(with: .connectFailed(reason)) { push.finish(.connectFailed(reason)) }
@@ -114,7 +114,7 @@ final class APNsConnection: Sendable {
     func attach(_ handler: APNsConnectionHandler) -> Bool {
         self.eventLoop.preconditionInEventLoop()
         let bound = NIOLoopBound(handler, eventLoop: self.eventLoop)
-        return self.inbox.withLockedValue { inbox in
+        return self.inbox.withLock { inbox in
             guard inbox.handler == nil, inbox.closedOutcome == nil else { return false }
             inbox.handler = bound
             inbox.drainScheduled = true
@@ -124,7 +124,7 @@ final class APNsConnection: Sendable {
 
     /// Removes a push still waiting in the inbox; returns whether it was there.
     func removeFromInbox(_ push: APNsPendingPush) -> Bool {
-        self.inbox.withLockedValue { inbox in
+        self.inbox.withLock { inbox in
             guard let index = inbox.items.firstIndex(where: { $0 === push }) else { return false }
             inbox.items.remove(at: index)
             return true
@@ -133,7 +133,7 @@ final class APNsConnection: Sendable {
 
     /// Takes everything queued so far; the next submit schedules a new drain.
     func takeInbox() -> [APNsPendingPush] {
-        self.inbox.withLockedValue { inbox in
+        self.inbox.withLock { inbox in
             inbox.drainScheduled = false
             let items = inbox.items
             inbox.items = []
@@ -144,7 +144,7 @@ final class APNsConnection: Sendable {
     /// Closes the inbox: later pushes get `outcome` at once. Returns what was still queued.
     func closeInbox(with outcome: APNsStreamOutcome) -> [APNsPendingPush] {
         self.retire()
-        return self.inbox.withLockedValue { inbox in
+        return self.inbox.withLock { inbox in
             inbox.closedOutcome = outcome
             let items = inbox.items
             inbox.items = []

@@ -1,6 +1,6 @@
 import Foundation
+import Locking
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP2
 import NIOPosix
@@ -53,7 +53,7 @@ final class APNsConnectionPool: Sendable {
     private let group: any EventLoopGroup
     private let connectTimeout: TimeAmount
     private let logger: Logger
-    private let state = NIOLockedValueBox(State())
+    private let state = PThreadMutex(State())
     private let established = Atomic<Int>(0)
 
     init(
@@ -75,7 +75,7 @@ final class APNsConnectionPool: Sendable {
 
     /// The connection to send on, opening one if there is none in use; `nil` once the pool is shut down.
     func connection() -> APNsConnection? {
-        let (connection, isNew): (APNsConnection?, Bool) = self.state.withLockedValue { state in
+        let (connection, isNew): (APNsConnection?, Bool) = self.state.withLock { state in
             if state.isShutDown { return (nil, false) }
             if let current = state.current, current.isUsable { return (current, false) }
             let connection = APNsConnection(id: state.nextID, eventLoop: self.group.next())
@@ -90,7 +90,7 @@ final class APNsConnectionPool: Sendable {
     /// Closes every connection, including ones still connecting or in their TLS handshake; pushes in flight end as
     /// failed, queued ones as not sent (or connect-failed, for a connection that never came up).
     func shutdown() async {
-        let channels: [any Channel] = self.state.withLockedValue { state in
+        let channels: [any Channel] = self.state.withLock { state in
             state.isShutDown = true
             state.current?.retire()
             return Array(state.channels.values)
@@ -104,14 +104,14 @@ final class APNsConnectionPool: Sendable {
     /// Records a new channel so that ``shutdown()`` closes it; `false` once the pool is shut down.
     private func register(_ channel: any Channel) -> Bool {
         let key = ObjectIdentifier(channel)
-        let registered = self.state.withLockedValue { state in
+        let registered = self.state.withLock { state in
             guard !state.isShutDown else { return false }
             state.channels[key] = channel
             return true
         }
         if registered {
             channel.closeFuture.whenComplete { _ in
-                self.state.withLockedValue { _ = $0.channels.removeValue(forKey: key) }
+                self.state.withLock { _ = $0.channels.removeValue(forKey: key) }
             }
         }
         return registered
@@ -160,14 +160,14 @@ final class APNsConnectionPool: Sendable {
             .whenComplete { [self] result in
                 switch result {
                 case .success(let channel):
-                    let isShutDown = self.state.withLockedValue { $0.isShutDown }
+                    let isShutDown = self.state.withLock { $0.isShutDown }
                     guard isShutDown else { return }
                     // shutdown() closes this channel too; closing it here, inside the connect promise's callback,
                     // happens before it is active, so NIO fires no channelInactive: end the queued pushes explicitly.
                     channel.close(promise: nil)
                     connection.connectFailed("the client was shut down while connecting")
                 case .failure(let error):
-                    let isShutDown = self.state.withLockedValue { $0.isShutDown }
+                    let isShutDown = self.state.withLock { $0.isShutDown }
                     let reason =
                         isShutDown
                         ? "the client was shut down while connecting"

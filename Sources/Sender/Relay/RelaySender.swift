@@ -1,139 +1,29 @@
-import ArgumentParser
-import E2EECore
+public import E2EECore
 import Foundation
-import RelayClient
-import Sender
-
-/// `--relay URL` (and `--relay-ca`, `--delivery-token-file`): send through the app's push server instead of holding
-/// an APNs key (docs/RELAY.md "Client").
-struct RelayOptions: ParsableArguments {
-    @Option(
-        name: .long,
-        help: """
-            Send through this relay (https://host:port, e2ee-relay): fetch the recipient's device list from it, seal \
-            one envelope per device and submit them with the recipient's delivery token. No APNs key is needed.
-            """
-    )
-    var relay: String?
-
-    @OptionGroup var connection: RelayConnectionOptions
-
-    /// Connects to `--relay`; nil without it.
-    func makeClient() throws(SenderError) -> RelayClient? {
-        guard let url = self.relay else { return nil }
-        return try self.connection.client(url: url)
-    }
-}
-
-/// How to reach a relay, whichever command talks to it: `--relay-ca` and `--relay-timeout`.
-struct RelayConnectionOptions: ParsableArguments {
-    @Option(name: .long, help: "A PEM CA file to trust for --relay (e.g. a loopback relay's tls/ca.pem).")
-    var relayCA: String?
-
-    @Option(name: .long, help: "The most one request to the relay may take, in seconds (1-3600).")
-    var relayTimeout: Int = 30
-
-    func validate() throws {
-        guard (1...3600).contains(self.relayTimeout) else {
-            throw ValidationError("--relay-timeout must be 1-3600 seconds, got \(self.relayTimeout)")
-        }
-    }
-
-    /// A client of the relay at `url`. A request may take 30 s by default (a submit includes the relay's durable
-    /// commit; slow links and loaded servers are normal for a phone's app): longer than RelayClient's 10 s default.
-    func client(url: String) throws(SenderError) -> RelayClient {
-        do {
-            return try RelayClient(baseURL: url, trustedCAPEMPath: self.relayCA, timeout: .seconds(self.relayTimeout))
-        } catch {
-            throw SenderError(.usage, "--relay/--relay-ca: \(error.message)")
-        }
-    }
-}
-
-/// Where a recipient's delivery token is read from: `--delivery-token-file`, else `<contacts>/<user id>.delivery-token`.
-struct DeliveryTokenOptions: ParsableArguments {
-    @Option(
-        name: .long,
-        help: """
-            With --relay: the file holding the recipient's delivery token (64 hex digits, mode 0600), as the \
-            recipient handed it over. Default: <contacts>/<user id>.delivery-token.
-            """
-    )
-    var deliveryTokenFile: String?
-}
-
-/// Reads delivery tokens: secret files of 64 hex digits (one trailing newline allowed), private to their owner.
-enum DeliveryTokenFile {
-    /// The file holding `userID`'s delivery token: `file` (`--delivery-token-file`), else
-    /// `<contacts>/<user id>.delivery-token`; for the sender's own user (`own`), when the contacts folder has none,
-    /// the file `relay tokens` writes by default: `<user id>.delivery-token` next to the identity.
-    static func path(
-        for userID: String,
-        file: String?,
-        contacts: String?,
-        own: (userID: String, path: String)? = nil
-    ) throws(SenderError) -> String {
-        if let file { return file }
-        let inContacts = contacts.map { $0 + "/" + userID + ".delivery-token" }
-        if let own, own.userID == userID, !(inContacts.map { FileManager.default.fileExists(atPath: $0) } ?? false) {
-            return own.path
-        }
-        guard let contacts else {
-            throw SenderError(
-                .missingKey,
-                "no delivery token for \(userID): pass --delivery-token-file FILE, or --contacts DIR holding "
-                    + "\(userID).delivery-token (the token \(userID) handed you, mode 0600)"
-            )
-        }
-        return contacts + "/" + userID + ".delivery-token"
-    }
-
-    static func read(path: String, userID: String) throws(SenderError) -> DeliveryToken {
-        let text: String
-        do throws(E2EEError) {
-            let bytes = try SecretFile.readPassphrase(path: path)
-            text = bytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-        } catch {
-            if error.code == .insecureFile { throw SenderError(.insecureKey, error.message) }
-            throw SenderError(
-                .missingKey,
-                "no delivery token for \(userID) in \(path): save the token \(userID) handed you there (64 hex "
-                    + "digits, mode 0600)"
-            )
-        }
-        guard let token = DeliveryToken(hex: text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw SenderError(.usage, "\(path) does not hold a delivery token (64 hex digits)")
-        }
-        return token
-    }
-
-    /// Writes a new random token to `path` (mode 0600) and returns it.
-    static func create(path: String) throws(SenderError) -> DeliveryToken {
-        let token = DeliveryToken()
-        do {
-            try SecretFile.write(path: path, bytes: SecureBytes(copying: Array((token.hex + "\n").utf8)))
-        } catch {
-            throw SenderError(.cannotCreate, "cannot write the delivery token file \(path): \(error.message)")
-        }
-        return token
-    }
-}
+public import RelayClient
 
 /// Sends messages through a relay: fetches and pins each recipient's list once per run, seals one envelope per
 /// deliverable device, submits them in one request, and turns the relay's answer into result lines.
-struct RelaySender {
-    let client: RelayClient
-    let builder: PushBuilder
-    var trust: ContactTrust
-    let contacts: String?
-    let tokenFile: String?
+public struct RelaySender: Sendable {
+    public let client: RelayClient
+    public let builder: PushBuilder
+    public private(set) var trust: ContactTrust
+    public let contacts: String?
+    public let tokenFile: String?
     /// The sender's own user's token file, as `relay tokens` writes it by default (next to the identity): what a
     /// message to one's own user (an answer's cancel) is submitted with when the contacts folder holds no copy.
-    let ownTokenFile: String?
+    public let ownTokenFile: String?
     /// Each fetched user's push states (device id → state), from the fetch that was pinned.
     private var states: [String: [String: RelayAPI.PushState]] = [:]
 
-    init(
+    /// - Parameters:
+    ///   - client: the relay.
+    ///   - builder: the sender (its identity seals and signs).
+    ///   - trust: the sender's pins and contacts folder: each fetched list is checked against them like a card.
+    ///   - contacts: the contacts folder, where `<user id>.delivery-token` files are read.
+    ///   - tokenFile: one delivery token file for every recipient (`--delivery-token-file`), else per user.
+    ///   - ownTokenFile: the sender's own user's token file, as `relay tokens` writes it (next to the identity).
+    public init(
         client: RelayClient,
         builder: PushBuilder,
         trust: ContactTrust,
@@ -154,7 +44,7 @@ struct RelaySender {
     ///
     /// - Throws: what refuses the whole recipient (unknown user, a list refusal, no delivery token, no device to
     ///   send to): nothing was submitted.
-    mutating func send(
+    public mutating func send(
         _ content: MessageContent,
         to: String,
         messageID: MessageID,
@@ -270,7 +160,8 @@ struct RelaySender {
     }
 
     /// Fetches and verifies a user's list; the relay's refusals become the sender's codes.
-    static func fetch(_ client: RelayClient, userID: String) async throws(SenderError) -> RelayClient.FetchedList {
+    public static func fetch(_ client: RelayClient, userID: String) async throws(SenderError) -> RelayClient.FetchedList
+    {
         do {
             return try await client.fetchList(userID: userID)
         } catch {
@@ -297,7 +188,7 @@ struct RelaySender {
     /// Maps a relay refusal or failure to the sender's codes (and so to exit codes), saying what to do.
     ///
     /// - Parameter submitting: The request was a submit: an unknown outcome means the relay may have queued it.
-    static func senderError(
+    public static func senderError(
         _ error: RelayError,
         userID: String,
         tokenPath: String?,
@@ -342,19 +233,5 @@ struct RelaySender {
         default:
             return SenderError(.relayRefused, "\(answer). Nothing was queued")
         }
-    }
-}
-
-/// `--relay` sends through the relay; `--deliver` and `--topic` belong to sending to APNs directly.
-func checkRelayFlags(_ delivery: DeliveryOptions, _ push: PushOptions) throws(SenderError) {
-    guard !delivery.deliver else {
-        throw SenderError(
-            .usage,
-            "--deliver and --relay are two ways to send: pick one (--relay needs no APNs key; --deliver is for a "
-                + "server that holds one)"
-        )
-    }
-    guard push.topic == nil else {
-        throw SenderError(.usage, "--topic does not go with --relay: the relay uses the topic each device registered")
     }
 }

@@ -1,13 +1,11 @@
-/// Where pushes go: Apple's development or production service, or a custom APNs-compatible server.
+/// Where an ``APNsClient`` sends pushes: Apple's service in one ``APNsEnvironment``, or a custom APNs-compatible
+/// server.
 ///
-/// A device token belongs to one environment; sending it to the other answers 400 `BadDeviceToken`. The custom
-/// case points at a local gateway (tests, demos) and may pin trust to a CA certificate file instead of the system
-/// roots.
-public enum APNsEnvironment: Sendable, Hashable {
-    /// `https://api.sandbox.push.apple.com` (apps signed for development).
-    case development
-    /// `https://api.push.apple.com` (App Store, TestFlight and ad-hoc builds).
-    case production
+/// The custom case points at a local gateway (tests, demos) and may pin trust to a CA certificate file instead of
+/// the system roots.
+public enum APNsEndpoint: Sendable, Hashable {
+    /// Apple's service in `environment`.
+    case apple(APNsEnvironment)
     /// Any APNs-compatible server.
     ///
     /// - Parameters:
@@ -16,11 +14,15 @@ public enum APNsEnvironment: Sendable, Hashable {
     ///   - trustedCAPEMPath: A PEM file whose certificates become the ONLY trust roots, or `nil` for the system roots.
     case custom(baseURL: String, trustedCAPEMPath: String?)
 
+    /// Apple's development service (`api.sandbox.push.apple.com`).
+    public static let development = APNsEndpoint.apple(.development)
+    /// Apple's production service (`api.push.apple.com`).
+    public static let production = APNsEndpoint.apple(.production)
+
     /// The base URL requests are sent to, without a trailing slash.
     public var baseURL: String {
         switch self {
-        case .development: "https://api.sandbox.push.apple.com"
-        case .production: "https://api.push.apple.com"
+        case .apple(let environment): environment.baseURL
         case .custom(let baseURL, _):
             baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         }
@@ -29,7 +31,7 @@ public enum APNsEnvironment: Sendable, Hashable {
     /// The PEM file of trusted CA certificates, for ``custom(baseURL:trustedCAPEMPath:)`` only.
     public var trustedCAPEMPath: String? {
         switch self {
-        case .development, .production: nil
+        case .apple: nil
         case .custom(_, let path): path
         }
     }
