@@ -68,6 +68,7 @@ let package = Package(
             dependencies: [
                 "BenchSupport",
                 .product(name: "E2EECore", package: "e2ee-call-notifications"),
+                .product(name: "PushTransport", package: "e2ee-call-notifications"),
                 .product(name: "Relay", package: "e2ee-call-notifications"),
             ],
             swiftSettings: strictSettings

@@ -1,7 +1,7 @@
 public import Foundation
 
 /// What the process benchmarks share.
-public enum PortFile {
+public enum PortFile: Sendable {
     /// Waits (up to a minute) for a server process to write its bound port to `path`.
     ///
     /// - Returns: The port, or nil when the process exited or wrote none in time (the caller says what failed).

@@ -22,6 +22,7 @@
 import BenchSupport
 import E2EECore
 import Foundation
+import PushTransport
 import Relay
 
 #if canImport(Glibc)

@@ -1,10 +1,10 @@
 import Crypto
 import E2EECore
 import Foundation
+import Locking
 public import Logging
 import PushTransport
 public import RelayClient
-import Synchronization
 
 /// The relay's API decisions, independent of HTTP: every input gets one outcome, a value or a ``RelayError`` with
 /// a reason code, and a refused input changes nothing in the store.
@@ -42,14 +42,16 @@ public final class RelayService: Sendable {
     let logger: Logger
     private let recipientLimiter: RateLimiter
     private let tokenLimiter: RateLimiter
-    private let isDraining = Atomic<Bool>(false)
+    // A lock, not Synchronization's `Atomic`: Swift 6.3.1's optimizer crashes on `RelayServe.run` ("Found ownership
+    // error", CopyPropagation at the inlined `drop_deinit` of an `Atomic<Bool>` stored in this class) in release builds.
+    private let isDraining = PThreadMutex<Bool>(false)
 
     /// Whether the relay is shutting down (readiness answers `draining`); requests are still answered meanwhile.
-    public var draining: Bool { self.isDraining.load(ordering: .relaxed) }
+    public var draining: Bool { self.isDraining.withLock { $0 } }
 
     /// Marks the relay as shutting down: from now on readiness answers 503 `draining`, so that load balancers send new
     /// clients elsewhere while the requests already read are answered.
-    public func startDraining() { self.isDraining.store(true, ordering: .relaxed) }
+    public func startDraining() { self.isDraining.withLock { $0 = true } }
 
     /// - Parameters:
     ///   - store: Where everything is kept.
