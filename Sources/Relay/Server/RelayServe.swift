@@ -81,7 +81,7 @@ public enum RelayServe: Sendable {
         var clients: [APNsClient] = []
         do {
             var byEnvironment: [String: APNsClient] = [:]
-            func client(_ environment: APNsEnvironment) throws -> APNsClient {
+            func client(_ environment: APNsEndpoint) throws -> APNsClient {
                 APNsClient(
                     configuration: try APNsClientConfiguration(
                         environment: environment,

@@ -94,14 +94,14 @@ struct DeviceTokenRuleTests {
         #expect(result.attempts == 0)
 
         // The executables: usage errors (64) naming the rule.
-        let keygen = try ChildProcess.runBlocking(
+        let keygen = try await ChildProcess.run(
             "e2ee-send",
             ["keygen", "--user-id", "bob", "--out-dir", folder.file("cli"), "--device-token", Self.sixteen]
         )
         #expect(keygen.status == 64, "\(keygen.stderr)")
         #expect(keygen.stderr.contains("got only 16 digits"), "\(keygen.stderr)")
         #expect(!FileManager.default.fileExists(atPath: folder.file("cli/bob.identity")))
-        let filter = try ChildProcess.runBlocking(
+        let filter = try await ChildProcess.run(
             "e2ee-filter",
             ["run", "--identity", folder.file("x.identity"), "--contacts", folder.path, "--device-token", Self.sixteen]
         )
