@@ -200,8 +200,9 @@ def main():
             str(d.get("call_id", "")).upper() for d in got if d["decision"] == "missed-call"}
         strip = lambda d: {k: v for k, v in d.items() if k not in ("handoff",)}
         checks = [
-            # alice's pushes go to bob's phone and tablet; the tablet's to the phone only.
-            ("every push the senders sent is in the spool", n_spool == 2 * len(reqs) + len(tablet_reqs)
+            # alice's pushes go to bob's phone and tablet; the tablet's (to its own user) to both as well: a message to
+            # your own user covers every device, the sender's own included, which silences its echo (README).
+            ("every push the senders sent is in the spool", n_spool == 2 * len(reqs) + 2 * len(tablet_reqs)
              and len(spool_seqs) == len(reqs) + len(tablet_reqs), f"{n_spool} records, {len(spool_seqs)} for the phone"),
             ("one decision per spool record, in order", [d["seq"] for d in got] == spool_seqs, f"{len(got)} decisions for {len(spool_seqs)} records"),
             ("decisions equal an uninterrupted run's", [strip(d) for d in got] == [strip(d) for d in ref], ""),
