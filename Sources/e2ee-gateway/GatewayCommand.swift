@@ -1,12 +1,6 @@
 import ArgumentParser
 import CLISupport
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// `e2ee-gateway`: a local APNs-compatible HTTP/2 + TLS server for tests and the demo.
 ///
 /// Exit codes: 0 success (or graceful shutdown on SIGTERM/SIGINT), 1 the gateway could not start (TLS, bind,
@@ -29,18 +23,8 @@ struct GatewayCommand: AsyncParsableCommand {
 
     static func main() async {
         // A closed stdout (the delivery lines' reader went away) is an EPIPE write error, answered 500 per push
-        // and logged, never a SIGPIPE that kills the gateway.
-        signal(SIGPIPE, SIG_IGN)
-        do {
-            var command = try parseAsRoot()
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
-        } catch {
-            exit(withError: error)
-        }
+        // and logged, never a SIGPIPE that kills the gateway (runAsTool ignores SIGPIPE).
+        await self.runAsTool()
     }
 }
 

@@ -2,12 +2,6 @@ import ArgumentParser
 import CLISupport
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// `e2ee-relay`: the app's push server between senders and APNs (docs/RELAY.md).
 ///
 /// Exit codes: 0 success (or graceful shutdown on SIGTERM/SIGINT), 1 the relay could not start (TLS, APNs key,
@@ -27,16 +21,6 @@ struct RelayCommand: AsyncParsableCommand {
     )
 
     static func main() async {
-        signal(SIGPIPE, SIG_IGN)
-        do {
-            var command = try parseAsRoot()
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
-        } catch {
-            exit(withError: error)
-        }
+        await self.runAsTool()
     }
 }
