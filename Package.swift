@@ -8,6 +8,8 @@
 //                      the exit mapping helper (each executable keeps its own table), the --log-level argument
 //   APNsCommandLine    the APNs provider's option group (--apns-key-file, --apns-environment...), for the tools that
 //                      deliver to APNs (e2ee-send, e2ee-relay) and only those
+//   SendCommandLine    e2ee-send's commands (keygen, device, contact, call, batch, deliver, relay...) as a library:
+//                      the executable keeps its main and its exit-code table, which it hands to the commands
 //   Locking            a pthread-mutex lock that ThreadSanitizer models (used instead of Synchronization.Mutex)
 //   E2EECore           HPKE (RFC 9180) + Ed25519 on libsodium, wire format, padding, keys; the X-Wing suite on
 //                      swift-crypto's HPKE; file I/O through swift-system, so it builds on Darwin as on Linux
@@ -151,6 +153,19 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "SendCommandLine",
+            dependencies: [
+                "APNsCommandLine",
+                "CLISupport",
+                "Sender",
+                "E2EECore",
+                "RelayClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "LoopbackPKI",
             dependencies: [
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -253,15 +268,7 @@ let package = Package(
         // MARK: Executables (thin: parse arguments, call a builder in a library)
         .executableTarget(
             name: "e2ee-send",
-            dependencies: [
-                "APNsCommandLine",
-                "CLISupport",
-                "Sender",
-                "E2EECore",
-                "RelayClient",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            dependencies: ["SendCommandLine", "CLISupport", "Sender", "E2EECore"],
             swiftSettings: strictSettings
         ),
         .executableTarget(

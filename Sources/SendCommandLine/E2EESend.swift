@@ -1,26 +1,14 @@
-import ArgumentParser
-import CLISupport
+public import ArgumentParser
+public import CLISupport
 import E2EECore
 import Foundation
 import Sender
 
-/// `e2ee-send`: encrypts messages into uniform APNs requests and prints them, submits them to the app's relay
-/// (`--relay`), or delivers them to APNs (`--deliver`).
-///
-/// Exit codes (sysexits.h), mapped in one place (``SendExit``): 0 ok; 64 usage (bad flag or value, bad device
-/// token); 65 data (unknown recipient, unreadable card, too large, bad batch line, no device reachable through the
-/// relay); 66 missing key file (or no delivery token file); 69 APNs refused a push, or the relay refused a submit
-/// (relay-refused); 70 internal error (a bug: please report it); 73 cannot create an output file or folder; 74
-/// standard output could not be written (closed pipe); 75 delivery failed for now (timeout, connection, retries
-/// exhausted; relay-unavailable: the relay could not be reached, rate limited or could not store); 76 a recipient's device list was refused (signing key changed, rollback, version reused, a device not
-/// signed in, bad list signature: nothing was sent to that user); 77 a secret file is readable by others, or the
-/// identity is locked and no passphrase file was given, or the relay refused the delivery token
-/// (delivery-token-refused); 78 a server's TLS certificate does not verify against --relay-ca/--apns-ca (or the system
-/// roots): a configuration error, nothing sent; 79 relay-outcome-unknown: a submit reached the relay and no answer
-/// came, even after retrying with the same idempotency key (the relay may have queued it).
-@main
-struct E2EESend: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+/// `e2ee-send`'s root command: encrypts messages into uniform APNs requests and prints them, submits them to the
+/// app's relay (`--relay`), or delivers them to APNs (`--deliver`). The executable runs it (its `main` binds
+/// ``exitMapping`` to its table of exit codes, then calls `runAsTool`); tests parse and run it in process.
+public struct E2EESend: AsyncParsableCommand, Sendable {
+    public static let configuration = CommandConfiguration(
         commandName: "e2ee-send",
         abstract: "Encrypt calls, cancels, texts and receipts into APNs pushes that all look alike.",
         discussion: """
@@ -48,7 +36,7 @@ struct E2EESend: AsyncParsableCommand {
         ]
     )
 
-    /// The exit codes of every command (`--help` of each lists them; mapped in one place, ``SendExit``).
+    /// The exit codes of every command (`--help` of each lists them; the executable's table gives them).
     static let exitCodes = """
         Exit codes: 0 ok (a message to your own user with nothing to send to is ok too, with a note), 64 usage, 65 \
         bad data (unknown recipient, a device list that is not well formed: malformed-list, too large, bad batch \
@@ -66,57 +54,23 @@ struct E2EESend: AsyncParsableCommand {
         answers, and the recipient's device silences the copy.
         """
 
-    static func main() async {
-        await self.runAsTool()
+    /// How every command's errors end the process: `e2ee-send: error: <message>` and the status of the
+    /// executable's table (exit codes are the tool's API, not the library's). The executable's `main` binds it for
+    /// the run; unbound, every error is 70 (a mapping that knows no error).
+    @TaskLocal public static var exitMapping = ExitMapping(tool: "e2ee-send") { _ in nil }
+
+    public init() {}
+
+    /// The exit code of a failed result, once its message is printed: its status in ``exitMapping``.
+    static func exitCode(_ error: SenderError) -> ExitCode {
+        ExitCode(Self.exitMapping.exit(for: error).status)
     }
 }
 
-/// The exit status of each of the Sender's error codes (sysexits.h): the one table, here in the executable (exit
-/// codes are the tool's API, not the library's).
-enum SendExit {
-    static func status(_ code: SenderError.Code) -> Int32 {
-        // sysexits.h: 64 EX_USAGE, 65 EX_DATAERR, 66 EX_NOINPUT, 69 EX_UNAVAILABLE, 70 EX_SOFTWARE, 73 EX_CANTCREAT,
-        // 74 EX_IOERR, 75 EX_TEMPFAIL, 76 EX_PROTOCOL, 77 EX_NOPERM.
-        switch code {
-        case .usage, .badDeviceToken, .invalidConfiguration, .trustedCAUnreadable, .registryFileUnreadable,
-            .registryFileUnwritable:
-            64
-        case .unknownRecipient, .unreadableCard, .malformedList, .tooLarge, .badRequest, .unreadablePins: 65
-        case .missingKey, .keyFileUnreadable, .keyEnvironmentVariableMissing, .keyInvalid: 66
-        case .rejected, .relayRefused: 69
-        case .cannotCreate: 73
-        case .outputFailed: 74
-        case .deliveryFailed, .relayUnavailable: 75
-        case _ where SenderError.Code.listRefusals.contains(code): 76
-        case .insecureKey, .keyFileTooOpen, .deliveryTokenRefused: 77
-        case .untrustedCertificate: 78
-        case .relayOutcomeUnknown: 79
-        default: 70  // .internalError, and a code this table does not know yet
-        }
-    }
-
-    /// How every command's errors end the process: `e2ee-send: error: <message>` and the code's status.
-    static let mapping = ExitMapping(tool: "e2ee-send") { error in
-        switch error {
-        case let error as SenderError:
-            return ToolExit(Self.status(error.code), error.message)
-        case let error as E2EEError:
-            let mapped = SenderError(error, context: "e2ee-send")
-            return ToolExit(Self.status(mapped.code), mapped.message)
-        case let error as OutputError:
-            return ToolExit(Self.status(.outputFailed), error.message)
-        default:
-            return nil
-        }
-    }
-
-    /// The exit code of a failed result, once its message is printed.
-    static func code(_ error: SenderError) -> ExitCode { ExitCode(Self.status(error.code)) }
-}
-
-/// Runs a command body: every error becomes a message on stderr and a documented exit code (``SendExit``).
+/// Runs a command body: every error becomes a message on stderr and a documented exit code
+/// (``E2EESend/exitMapping``).
 func runCLI(_ body: () async throws -> Void) async throws {
-    try await SendExit.mapping.run(body)
+    try await E2EESend.exitMapping.run(body)
 }
 
 /// Writes a line to standard output; a closed pipe or full disk is `.outputFailed` (exit 74).
@@ -150,12 +104,12 @@ func finish(_ summary: PipelineSummary) throws {
             "e2ee-send: error: \(outputError.message); \(summary.unwritten) of \(summary.lines) result lines were "
                 + "not written (the pushes asked for were still sent)"
         )
-        throw SendExit.code(outputError)
+        throw E2EESend.exitCode(outputError)
     }
     if let failure = summary.firstFailure, let line = summary.firstFailureLine {
         note(
             "e2ee-send: error: line \(line): \(failure.message) (\(summary.failures) of \(summary.lines) lines failed)"
         )
-        throw SendExit.code(failure)
+        throw E2EESend.exitCode(failure)
     }
 }

@@ -72,7 +72,7 @@ struct SendOptions: ParsableArguments {
                     throw SenderError(error.code, "\(error.message); the pushes asked for \(outcome)")
                 }
             }
-            if let firstFailure { throw SendExit.code(firstFailure) }
+            if let firstFailure { throw E2EESend.exitCode(firstFailure) }
         }
     }
 
@@ -125,7 +125,7 @@ struct SendOptions: ParsableArguments {
                     throw SenderError(error.code, "\(error.message); the pushes asked for were still queued")
                 }
             }
-            if let firstFailure { throw SendExit.code(firstFailure) }
+            if let firstFailure { throw E2EESend.exitCode(firstFailure) }
         }
     }
 
