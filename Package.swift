@@ -368,6 +368,7 @@ let package = Package(
             name: "SenderTests",
             dependencies: [
                 "CLISupport",
+                "SendCommandLine",
                 "Locking",
                 "TestSupport",
                 "Sender",
@@ -375,6 +376,7 @@ let package = Package(
                 "E2EECore",
                 "PushTransport",
                 "APNsGateway",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
