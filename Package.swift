@@ -6,6 +6,8 @@
 //   CSodium            system library: libsodium through pkg-config (the only C dependency of E2EECore)
 //   CLISupport         what the four executables share: --version, main (SIGPIPE ignored), stdout/stderr writers,
 //                      the exit mapping helper (each executable keeps its own table), the --log-level argument
+//   FilterCommandLine  e2ee-filter's commands (run, once, answer, decline), parsed and run in process by tests; the
+//                      executable keeps only main and its table of exit codes
 //   APNsCommandLine    the APNs provider's option group (--apns-key-file, --apns-environment...), for the tools that
 //                      deliver to APNs (e2ee-send, e2ee-relay) and only those
 //   SendCommandLine    e2ee-send's commands (keygen, device, contact, call, batch, deliver, relay...) as a library:
@@ -166,6 +168,18 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "FilterCommandLine",
+            dependencies: [
+                "CLISupport",
+                "NotificationFilter",
+                "E2EECore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "LoopbackPKI",
             dependencies: [
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -275,11 +289,10 @@ let package = Package(
             name: "e2ee-filter",
             dependencies: [
                 "CLISupport",
+                "FilterCommandLine",
                 "NotificationFilter",
                 "E2EECore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),
@@ -428,6 +441,8 @@ let package = Package(
                 "Locking",
                 "TestSupport",
                 "NotificationFilter",
+                "FilterCommandLine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 "E2EECore",
                 "PushTransport",
                 "Sender",

@@ -21,8 +21,9 @@ public struct ToolExit: Error, Sendable, Hashable, CustomStringConvertible {
 /// The one place a tool turns errors into exit statuses: each error thrown by a command body is printed on stderr
 /// as `<tool>: error: <message>` and ends the process with the status ``map`` gives it.
 ///
-/// `ExitCode` (a status already decided, its message already printed) and ArgumentParser's `ValidationError` (a
-/// usage error, 64) pass through. An error ``map`` does not know is a bug: exit 70 (EX_SOFTWARE), saying so.
+/// `ExitCode` (a status already decided, its message already printed), ArgumentParser's `ValidationError` (a
+/// usage error, 64) and its other errors (help requested) pass through. An error ``map`` does not know is a bug:
+/// exit 70 (EX_SOFTWARE), saying so.
 public struct ExitMapping: Sendable {
     /// The tool's name, the prefix of every message.
     public let tool: String
@@ -49,13 +50,18 @@ public struct ExitMapping: Sendable {
         return ExitCode(exit.status)
     }
 
+    /// `ExitCode`, `ValidationError`, `CleanExit` and the parser's own errors (a root command's default `run` asks
+    /// for help with one whose type is internal to ArgumentParser): ArgumentParser prints and maps them itself.
+    private static func isArgumentParsers(_ error: any Error) -> Bool {
+        error is ExitCode || error is ValidationError || error is CleanExit
+            || String(reflecting: type(of: error)).hasPrefix("ArgumentParser.")
+    }
+
     /// Runs a command body; every error becomes a message on stderr and a documented exit code.
     public func run(_ body: () async throws -> Void) async throws {
         do {
             try await body()
-        } catch let error as ExitCode {
-            throw error
-        } catch let error as ValidationError {
+        } catch  where Self.isArgumentParsers(error) {
             throw error
         } catch {
             throw self.fail(error)

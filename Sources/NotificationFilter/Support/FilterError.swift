@@ -49,6 +49,8 @@ public struct FilterError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let invalidAction = Code(rawValue: "invalidAction")
         /// The filter serves no account of that name, or several and none was named.
         public static let unknownAccount = Code(rawValue: "unknownAccount")
+        /// A call handoff was not reported to the call provider (iOS would terminate the app): a bug.
+        public static let unreportedHandoff = Code(rawValue: "unreportedHandoff")
 
         // MARK: call event sinks
 

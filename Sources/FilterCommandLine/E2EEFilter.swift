@@ -11,14 +11,15 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// `e2ee-filter`: the device side. Decrypts payloads, decides what each becomes, hands live calls to the call
-/// reporter; `answer` / `decline` act on a ringing call. Exit codes: 0 ok (also after SIGTERM); 64 usage; 65 answer
-/// or decline: no call with that id rang on this device; 66 a key, contacts, card or spool file is missing,
-/// unreadable or does not fit; 69 answer or decline: the call is no longer ringing; 70 the state file cannot be
-/// used, or another internal failure; 77 a secret file is readable by others.
-@main
-struct E2EEFilter: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+/// `e2ee-filter`'s commands: the device side. `run` decrypts payloads, decides what each becomes and hands live calls
+/// to the call reporter; `once` decides one payload; `answer` / `decline` act on a ringing call.
+///
+/// The commands live in a library so tests parse and run them in process; the executable's `main` runs them with
+/// its table of exit codes (`FilterExit`): a command throws the libraries' errors and never picks an exit status
+/// itself, except usage errors (64: ArgumentParser's, and ``ToolExit`` for a combination of options found wrong
+/// after parsing).
+public struct E2EEFilter: AsyncParsableCommand, Sendable {
+    public static let configuration = CommandConfiguration(
         commandName: "e2ee-filter",
         abstract: "Decide what each encrypted push becomes: ring, alert, missed-call, silence or fallback.",
         discussion: """
@@ -30,12 +31,10 @@ struct E2EEFilter: AsyncParsableCommand {
         subcommands: [Run.self, Once.self, Answer.self, Decline.self]
     )
 
-    static func main() async {
-        await self.runAsTool()
-    }
+    public init() {}
 
     /// The exit codes every subcommand shares (answer and decline add 65 and 69), for `--help`.
-    static let exitCodes = """
+    public static let exitCodes = """
         Exit codes: 0 ok (also after SIGTERM or SIGINT); 64 usage (a bad flag, a bad --config); 65 answer/decline: \
         no call with that id rang on this device; 66 a key, contacts, card, payload or spool file is missing, \
         unreadable or does not fit (a --card that does not list this device, a public card passed as \
@@ -135,33 +134,6 @@ struct AccountFlags: ParsableArguments {
     }
 }
 
-/// The exit status of each error (the one table; exit codes are the tool's API, not the library's).
-enum FilterExit {
-    static let mapping = ExitMapping(tool: "e2ee-filter") { error in
-        switch error {
-        case let error as E2EEError:
-            // Any code from loading keys or cards other than these means a key file that cannot be used.
-            return ToolExit(error.code == .insecureFile || error.code == .locked ? 77 : 66, error.message)
-        case let error as FilterError:
-            // The message says which file and what to do; the code, SQLite's result code and the source line are
-            // for logs (--verbose), not for people.
-            return ToolExit(Self.status(error.code), error.message)
-        default:
-            return nil
-        }
-    }
-
-    static func status(_ code: FilterError.Code) -> Int32 {
-        switch code {
-        case .unknownCallUUID: 65
-        case .invalidAction: 69
-        case .unknownAccount, .invalidHookCommand, .configInvalid: 64
-        case .unusableFile, .cannotOpen, .configUnreadable: 66
-        default: 70  // the state file cannot be used, or another internal failure
-        }
-    }
-}
-
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Consume payloads and write one decision per payload, in input order.",
@@ -201,29 +173,27 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await FilterExit.mapping.run {
-            var options = try self.account.options()
-            options.input = self.spool.map { .spool(path: $0) } ?? .standardInput
-            options.exitAtEndOfInput = self.exitAtEnd || self.spool == nil
-            options.decisionsPath = self.output
-            options.eventsPath = self.events
-            options.hookCommand = self.hook
-            options.deviceToken = self.deviceToken
-            let logger = self.account.logger()
-            let parts = try FilterApp.build(options, logger: logger)
-            let group = ServiceGroup(
-                configuration: .init(
-                    services: [.init(service: parts.daemon, successTerminationBehavior: .gracefullyShutdownGroup)],
-                    gracefulShutdownSignals: [.sigterm, .sigint],
-                    logger: logger
-                )
+        var options = try self.account.options()
+        options.input = self.spool.map { .spool(path: $0) } ?? .standardInput
+        options.exitAtEndOfInput = self.exitAtEnd || self.spool == nil
+        options.decisionsPath = self.output
+        options.eventsPath = self.events
+        options.hookCommand = self.hook
+        options.deviceToken = self.deviceToken
+        let logger = self.account.logger()
+        let parts = try FilterApp.build(options, logger: logger)
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: parts.daemon, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
             )
-            try await group.run()
-            let violations = await parts.reporter.violations
-            if violations > 0 {
-                StandardError.writeLine("e2ee-filter: \(violations) call handoffs were not reported")
-                throw ToolExit(70, "call handoff rule violated")
-            }
+        )
+        try await group.run()
+        let violations = await parts.reporter.violations
+        if violations > 0 {
+            StandardError.writeLine("e2ee-filter: \(violations) call handoffs were not reported")
+            throw FilterError(code: .unreportedHandoff, message: "call handoff rule violated")
         }
     }
 }
@@ -243,24 +213,22 @@ struct Once: AsyncParsableCommand {
     var payload: String?
 
     func run() async throws {
-        try await FilterExit.mapping.run {
-            let payload: [UInt8]
-            if let path = self.payload {
-                guard let data = FileManager.default.contents(atPath: path) else {
-                    throw ToolExit(66, "cannot read --payload \(path)")
-                }
-                payload = Array(data)
-            } else {
-                payload = StandardInput.readAll()
+        let payload: [UInt8]
+        if let path = self.payload {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw FilterError("cannot read --payload \(path)")
             }
-            let lines = try await FilterApp.once(
-                payload,
-                options: self.account.options(),
-                logger: self.account.logger()
-            )
-            // A reader that went away loses the line, not the decision: it is in the state file.
-            for line in lines { try? StandardOutput.writeLine(line) }
+            payload = Array(data)
+        } else {
+            payload = StandardInput.readAll()
         }
+        let lines = try await FilterApp.once(
+            payload,
+            options: self.account.options(),
+            logger: self.account.logger()
+        )
+        // A reader that went away loses the line, not the decision: it is in the state file.
+        for line in lines { try? StandardOutput.writeLine(line) }
     }
 }
 
@@ -294,16 +262,14 @@ extension CallActionCommand {
     }
 
     func run() async throws {
-        try await FilterExit.mapping.run {
-            let options = try self.account.options()
-            let parts = try FilterApp.build(options, logger: self.account.logger())
-            let outcome = try await parts.engine.perform(
-                Self.action,
-                callID: UUID(uuidString: self.callID)!,
-                account: self.accountName
-            )
-            for line in outcome.requestLines { try? StandardOutput.writeLine(line) }
-        }
+        let options = try self.account.options()
+        let parts = try FilterApp.build(options, logger: self.account.logger())
+        let outcome = try await parts.engine.perform(
+            Self.action,
+            callID: UUID(uuidString: self.callID)!,
+            account: self.accountName
+        )
+        for line in outcome.requestLines { try? StandardOutput.writeLine(line) }
     }
 }
 
