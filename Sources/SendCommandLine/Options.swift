@@ -124,7 +124,7 @@ struct DeliveryOptions: ParsableArguments {
     @Option(
         name: .long,
         help:
-            "Most pushes in flight on the connection; 1 sends strictly in input order (concurrent pushes may arrive in any order)."
+            "Most pushes in flight on the connection (with --relay: most submits in flight); 1 sends strictly in input order (concurrent pushes may arrive in any order)."
     )
     var window: Int = 100
 

@@ -270,8 +270,10 @@ struct Batch: AsyncParsableCommand {
             line and the batch goes on. A line is sealed once per device of the recipient and gets one result \
             line per device, each naming "device"; a refused recipient (exit 76 codes) fails its lines and the \
             batch goes on. Input is streamed: sealing overlaps delivery, memory stays flat, results come in input \
-            order as soon as they are known. With --relay, lines are submitted one at a time in input order (each \
-            line's envelopes in one submit), each user's list is fetched from the relay once per run, and delivery \
+            order as soon as they are known. With --relay, each line's envelopes go in one submit, up to --window \
+            submits are in flight at once (1: one at a time, in input order), a refusal that names a Retry-After is \
+            waited out for up to --retry-after-limit seconds per line, each user's list is fetched from the relay \
+            once per run, and delivery \
             tokens are read from --contacts DIR as <user id>.delivery-token (your own user's, for the cancels \
             e2ee-filter answer|decline prints, also from <user id>.delivery-token next to the identity, where \
             relay tokens writes it). A line to your own user goes to every device of it, this one included. Exit \
@@ -286,6 +288,18 @@ struct Batch: AsyncParsableCommand {
     @OptionGroup var push: PushOptions
     @OptionGroup var delivery: DeliveryOptions
     @OptionGroup var relay: RelayOptions
+    @Option(
+        name: .long,
+        help:
+            "With --relay: how long, in seconds per line, refusals that name a Retry-After (rate limited, storage busy, a relay restarting) are waited out before the line fails; 0 fails it at once."
+    )
+    var retryAfterLimit: Int = 30
+
+    func validate() throws {
+        guard (0...3600).contains(self.retryAfterLimit) else {
+            throw ValidationError("--retry-after-limit must be 0-3600 seconds, got \(self.retryAfterLimit)")
+        }
+    }
 
     func run() async throws {
         try await runCLI {
@@ -297,7 +311,7 @@ struct Batch: AsyncParsableCommand {
         }
     }
 
-    /// `batch --relay`: one line at a time, in input order; each line's envelopes go in one submit.
+    /// `batch --relay`: lines checked in input order; up to `--window` submits in flight; results in input order.
     func runRelayBatch() async throws {
         try checkRelayFlags(self.delivery, self.push)
         let id = try self.identity.load()
@@ -310,7 +324,12 @@ struct Batch: AsyncParsableCommand {
                 tokenFile: nil
             )
         else { return }
-        let summary = await sender.run(lines: StandardInputLines(), output: printLine) { note("e2ee-send: \($0)") }
+        let summary = await sender.run(
+            lines: StandardInputLines(),
+            window: self.delivery.window,
+            retryAfterBudget: .seconds(self.retryAfterLimit),
+            output: printLine
+        ) { note("e2ee-send: \($0)") }
         await sender.client.shutdown()
         try finish(summary)
     }

@@ -13,9 +13,10 @@ import Testing
 struct RelaySenderTests {
     /// bob enrolled at a running relay with `token`; alice's sender, with bob's token in her contacts folder.
     static func withSender(
+        policy: RelayService.Policy = RelayService.Policy(),
         _ body: (ServiceFixture, TestUser, inout RelaySender) async throws -> Void
     ) async throws {
-        try await ServiceFixture.with { fixture in
+        try await ServiceFixture.with(policy: policy) { fixture in
             let relay = try await RelayEndToEndTests.RunningRelay.start(fixture: fixture, clients: [:])
             try await withCleanup(relay, { await $0.stopRecordingErrors() }) { relay in
                 try await withClient("https://127.0.0.1:\(relay.port)", ca: relay.caPath) { client in
@@ -126,6 +127,98 @@ struct RelaySenderTests {
             #expect(summary.outputError?.code == .outputFailed)
             #expect(summary.unwritten == 4)
             #expect(try await fixture.pushCount() == 4)
+        }
+    }
+
+    /// What a run did, in order: each line read from the input, each result line written.
+    final class EventLog: @unchecked Sendable {
+        var events: [String] = []
+    }
+
+    static func texts(_ count: Int, log: EventLog) -> some Sequence<String> {
+        (1...count).lazy.map { number in
+            log.events.append("read \(number)")
+            return #"{"kind":"text","to":"bob","body":"n\#(number)"}"#
+        }
+    }
+
+    @Test("batch with a window: later lines are read while earlier submits are in flight; results stay in input order")
+    func window() async throws {
+        try await Self.withSender { (fixture, _, sender) async throws -> Void in
+            let log = EventLog()
+            var lines: [Int] = []
+            let summary = await sender.run(
+                lines: Self.texts(12, log: log),
+                window: 4,
+                output: { line throws(SenderError) in
+                    let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                    let number = object?["line"] as? Int ?? 0
+                    if lines.last != number { log.events.append("wrote \(number)") }
+                    lines.append(number)
+                },
+                notice: { _ in }
+            )
+            #expect(summary.lines == 12)
+            #expect(summary.results == 24)
+            #expect(summary.failures == 0)
+            #expect(lines == (1...12).flatMap { [$0, $0] })
+            // Four submits in flight before the first result is written.
+            #expect(Array(log.events.prefix(4)) == ["read 1", "read 2", "read 3", "read 4"])
+            #expect(log.events.filter { $0.hasPrefix("wrote") } == (1...12).map { "wrote \($0)" })
+            #expect(try await fixture.pushCount() == 24)
+
+            // A window of 1: each line's results are written before the next line is read.
+            let strict = EventLog()
+            _ = await sender.run(
+                lines: Self.texts(3, log: strict),
+                window: 1,
+                output: { line throws(SenderError) in
+                    let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                    let number = object?["line"] as? Int ?? 0
+                    if strict.events.last != "wrote \(number)" { strict.events.append("wrote \(number)") }
+                },
+                notice: { _ in }
+            )
+            #expect(strict.events == ["read 1", "wrote 1", "read 2", "wrote 2", "read 3", "wrote 3"])
+        }
+    }
+
+    @Test("batch: a rate-limited submit waits out Retry-After within the budget, and fails at once without one")
+    func retryAfter() async throws {
+        var policy = RelayService.Policy()
+        policy.recipientRatePerMinute = 60
+        policy.recipientBurst = 16  // eight submits to bob's two devices
+        try await Self.withSender(policy: policy) { fixture, _, sender in
+            var written: [String] = []
+            let log = EventLog()
+            let noBudget = await sender.run(
+                lines: Self.texts(9, log: log),
+                output: { written.append($0) },
+                notice: { _ in }
+            )
+            #expect(noBudget.failures == 2)
+            #expect(noBudget.firstFailureLine == 9)
+            #expect(noBudget.firstFailure?.code == .relayUnavailable)
+            #expect(noBudget.firstFailure?.message.contains("rate-limited") == true)
+            #expect(noBudget.firstFailure?.message.contains("send again in 2 s") == true)
+            #expect(try await fixture.pushCount() == 16)
+
+            // The relay's clock moves on while the sender waits: the same submit is then accepted.
+            let advance = Task {
+                try await Task.sleep(for: .milliseconds(300))
+                fixture.clock.advance(ms: 2_000)
+            }
+            written = []
+            let waited = await sender.run(
+                lines: [#"{"kind":"text","to":"bob","body":"c"}"#],
+                retryAfterBudget: .seconds(10),
+                output: { written.append($0) },
+                notice: { _ in }
+            )
+            try await advance.value
+            #expect(waited.failures == 0)
+            #expect(waited.results == 2)
+            #expect(try await fixture.pushCount() == 18)
         }
     }
 }

@@ -137,10 +137,11 @@ struct ServiceFixture: Sendable {
 
     /// Runs `body` with a fresh fixture and cleans it up however `body` ends.
     static func with<T>(
+        policy: RelayService.Policy = RelayService.Policy(),
         logger: Logger = Logger(label: "relay-test"),
         _ body: (ServiceFixture) async throws -> T
     ) async throws -> T {
-        let fixture = try await ServiceFixture(logger: logger)
+        let fixture = try await ServiceFixture(policy: policy, logger: logger)
         return try await withCleanup(fixture, { await $0.cleanup() }, body)
     }
 

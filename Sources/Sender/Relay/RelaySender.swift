@@ -51,6 +51,22 @@ public struct RelaySender: Sendable {
         sentAtMs: UInt64?,
         line: Int
     ) async throws(SenderError) -> [SendResultLine] {
+        switch try await self.prepare(content, to: to, messageID: messageID, sentAtMs: sentAtMs, line: line) {
+        case .done(let results): return results
+        case .submit(let submission): return await submission.complete(client: self.client)
+        }
+    }
+
+    /// What one message needs from the sender's state: the recipient's list (fetched and pinned once per run), the
+    /// devices to seal for, the delivery token. The sealing and the submit (``Submission/complete(client:)``) need
+    /// nothing mutable, so a batch runs several at once.
+    mutating func prepare(
+        _ content: MessageContent,
+        to: String,
+        messageID: MessageID,
+        sentAtMs: UInt64?,
+        line: Int
+    ) async throws(SenderError) -> Prepared {
         let list: DeviceList
         var states: [String: RelayAPI.PushState]? = nil
         if to.hasSuffix(".json") {
@@ -74,14 +90,16 @@ public struct RelaySender: Sendable {
         if deliverable.isEmpty, list.userID == self.builder.identity.userID {
             // Nothing to send: this user's devices cannot be reached through the relay (a single device that never
             // registered its address). Not a failure: there is nobody else to tell.
-            return targets.map { device in
-                SendResultLine(
-                    line: line,
-                    skipped: (states?[device.deviceID] ?? RelayAPI.PushState.none).rawValue,
-                    messageID: messageID,
-                    device: device.deviceID
-                )
-            }
+            return .done(
+                targets.map { device in
+                    SendResultLine(
+                        line: line,
+                        skipped: (states?[device.deviceID] ?? RelayAPI.PushState.none).rawValue,
+                        messageID: messageID,
+                        device: device.deviceID
+                    )
+                }
+            )
         }
         guard !deliverable.isEmpty else {
             throw SenderError(
@@ -99,62 +117,151 @@ public struct RelaySender: Sendable {
             own: self.ownTokenFile.map { (self.builder.identity.userID, $0) }
         )
         let token = try DeliveryTokenFile.read(path: tokenPath, userID: list.userID)
-        let sealed = self.builder.sealEnvelopes(
-            content,
-            to: list,
-            devices: deliverable,
-            messageID: messageID,
-            sentAtMs: sentAtMs
+        return .submit(
+            Submission(
+                builder: self.builder,
+                content: content,
+                list: list,
+                targets: targets,
+                deliverable: deliverable,
+                states: states,
+                token: token,
+                tokenPath: tokenPath,
+                messageID: messageID,
+                sentAtMs: sentAtMs,
+                line: line
+            )
         )
-        var pushes: [(deviceID: String, envelope: Envelope)] = []
-        for item in sealed {
-            if case .success(let push) = item.outcome { pushes.append((item.deviceID, push.envelope)) }
-        }
-        var accepted: [String: RelayAPI.AcceptedPush] = [:]
-        var duplicate = false
-        var refusal: SenderError? = nil
-        if !pushes.isEmpty {
-            do throws(RelayError) {
-                let answer = try await self.client.submit(userID: list.userID, pushes: pushes, token: token)
-                for push in answer.pushes { accepted[push.deviceID] = push }
-                duplicate = answer.duplicate
-            } catch {
-                refusal = Self.senderError(error, userID: list.userID, tokenPath: tokenPath, submitting: true)
+    }
+
+    /// What ``prepare(_:to:messageID:sentAtMs:line:)`` decided: the line's results already, or a submit to make.
+    enum Prepared: Sendable {
+        case done([SendResultLine])
+        case submit(Submission)
+    }
+
+    /// One message ready to seal and submit; it holds everything it needs, so several complete at once.
+    struct Submission: Sendable {
+        let builder: PushBuilder
+        let content: MessageContent
+        let list: DeviceList
+        let targets: [DeviceList.Device]
+        let deliverable: [DeviceList.Device]
+        let states: [String: RelayAPI.PushState]?
+        let token: DeliveryToken
+        let tokenPath: String
+        let messageID: MessageID
+        let sentAtMs: UInt64?
+        let line: Int
+
+        /// Seals one envelope per deliverable device, submits them in one request and turns the answer into one
+        /// result line per device of the list.
+        ///
+        /// - Parameter retryAfterBudget: how long, in total, refusals that name a `Retry-After` (rate limited,
+        ///   storage busy, draining) are waited out and the submit sent again; 0 fails the line at the first one.
+        func complete(client: RelayClient, retryAfterBudget: Duration = .zero) async -> [SendResultLine] {
+            let sealed = self.builder.sealEnvelopes(
+                self.content,
+                to: self.list,
+                devices: self.deliverable,
+                messageID: self.messageID,
+                sentAtMs: self.sentAtMs
+            )
+            var pushes: [(deviceID: String, envelope: Envelope)] = []
+            for item in sealed {
+                if case .success(let push) = item.outcome { pushes.append((item.deviceID, push.envelope)) }
             }
-        }
-        let byDevice = Dictionary(sealed.map { ($0.deviceID, $0) }, uniquingKeysWith: { a, _ in a })
-        return targets.map { device in
-            guard let item = byDevice[device.deviceID] else {
-                let state = states?[device.deviceID] ?? RelayAPI.PushState.none
-                return SendResultLine(
-                    line: line,
-                    skipped: state.rawValue,
-                    messageID: messageID,
-                    device: device.deviceID
-                )
-            }
-            switch item.outcome {
-            case .failure(let error):
-                return SendResultLine(line: line, error: error, device: device.deviceID)
-            case .success:
-                if let refusal {
-                    return SendResultLine(line: line, error: refusal, device: device.deviceID, messageID: messageID)
+            var accepted: [String: RelayAPI.AcceptedPush] = [:]
+            var duplicate = false
+            var refusal: SenderError? = nil
+            if !pushes.isEmpty {
+                do throws(RelayError) {
+                    let answer = try await Self.submit(
+                        client,
+                        userID: self.list.userID,
+                        pushes: pushes,
+                        token: self.token,
+                        retryAfterBudget: retryAfterBudget
+                    )
+                    for push in answer.pushes { accepted[push.deviceID] = push }
+                    duplicate = answer.duplicate
+                } catch {
+                    refusal = RelaySender.senderError(
+                        error,
+                        userID: self.list.userID,
+                        tokenPath: self.tokenPath,
+                        submitting: true
+                    )
                 }
-                guard let push = accepted[device.deviceID] else {
+            }
+            let byDevice = Dictionary(sealed.map { ($0.deviceID, $0) }, uniquingKeysWith: { a, _ in a })
+            let line = self.line
+            let messageID = self.messageID
+            return self.targets.map { device in
+                guard let item = byDevice[device.deviceID] else {
+                    let state = self.states?[device.deviceID] ?? RelayAPI.PushState.none
                     return SendResultLine(
                         line: line,
-                        error: SenderError(.relayRefused, "the relay's answer names no push for this device"),
+                        skipped: state.rawValue,
+                        messageID: messageID,
                         device: device.deviceID
                     )
                 }
-                return SendResultLine(
-                    line: line,
-                    relayPushID: push.pushID,
-                    relayStatus: 202,
-                    duplicate: duplicate,
-                    messageID: messageID,
-                    device: device.deviceID
-                )
+                switch item.outcome {
+                case .failure(let error):
+                    return SendResultLine(line: line, error: error, device: device.deviceID)
+                case .success:
+                    if let refusal {
+                        return SendResultLine(
+                            line: line,
+                            error: refusal,
+                            device: device.deviceID,
+                            messageID: messageID
+                        )
+                    }
+                    guard let push = accepted[device.deviceID] else {
+                        return SendResultLine(
+                            line: line,
+                            error: SenderError(.relayRefused, "the relay's answer names no push for this device"),
+                            device: device.deviceID
+                        )
+                    }
+                    return SendResultLine(
+                        line: line,
+                        relayPushID: push.pushID,
+                        relayStatus: 202,
+                        duplicate: duplicate,
+                        messageID: messageID,
+                        device: device.deviceID
+                    )
+                }
+            }
+        }
+
+        /// One submit, with one idempotency key for every attempt: transport failures are retried by the client;
+        /// a refusal that says when to come back (`Retry-After`) is waited out while the budget lasts.
+        static func submit(
+            _ client: RelayClient,
+            userID: String,
+            pushes: [(deviceID: String, envelope: Envelope)],
+            token: DeliveryToken,
+            retryAfterBudget: Duration
+        ) async throws(RelayError) -> RelayAPI.SubmitResponse {
+            let key = RelayClock.newIdempotencyKey()
+            var waited = Duration.zero
+            while true {
+                do throws(RelayError) {
+                    return try await client.submit(userID: userID, pushes: pushes, token: token, idempotencyKey: key)
+                } catch {
+                    let waits: Set<RelayError.Code> = [.rateLimited, .storageUnavailable, .storageFull, .draining]
+                    guard waits.contains(error.code), let seconds = error.retryAfterSeconds, seconds >= 0,
+                        waited + .seconds(max(seconds, 1)) <= retryAfterBudget
+                    else { throw error }
+                    // At least a second, as the header counts; a relay that says 0 is not hammered.
+                    let pause = Duration.seconds(max(seconds, 1))
+                    waited += pause
+                    try? await Task.sleep(for: pause)
+                }
             }
         }
     }
