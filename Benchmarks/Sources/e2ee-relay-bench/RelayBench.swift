@@ -304,6 +304,7 @@ struct RelayBench {
         // The relay instances.
         var relays: [Process] = []
         var clients: [RelayClient] = []
+        var relayPorts: [Int] = []
         let database = options.database == "sqlite" ? work + "/relay.sqlite" : options.database
         for index in 0..<options.instances {
             let relay = Process()
@@ -319,6 +320,7 @@ struct RelayBench {
             try relay.run()
             relays.append(relay)
             let port = try await waitForPort(work + "/relay\(index).port", relay, "e2ee-relay instance \(index)")
+            relayPorts.append(port)
             clients.append(
                 try RelayClient(
                     baseURL: "https://127.0.0.1:\(port)",
@@ -395,6 +397,36 @@ struct RelayBench {
         }.filter { $0 == .badUserID }.count
         guard refused == options.pushes else { Options.fail("\(refused) of \(options.pushes) floor submits refused") }
         let floorCPU = zip(relays, floorCPUBefore).map { cpuSeconds($0.processIdentifier) - $1 }.reduce(0, +)
+
+        // A sender from outside: `e2ee-send batch --relay` on the N request lines (it seals, fetches bob's list
+        // once, keeps its window of submits in flight on instance 0), timed from exec to exit, with every result
+        // line checked; next to `batch --deliver` on the same lines below.
+        let tokenFile = keys + "/\(bob).delivery-token"
+        FileManager.default.createFile(
+            atPath: tokenFile,
+            contents: Data((token.hex + "\n").utf8),
+            attributes: [.posixPermissions: 0o600]
+        )
+        let batchRelayStart = Date()
+        let batchRelayStatus = try run(
+            send,
+            [
+                "batch", "--identity", keys + "/alice.identity", "--contacts", keys, "--relay",
+                "https://127.0.0.1:\(relayPorts[0])",
+                "--relay-ca", work + "/relay0-tls/ca.pem",
+            ],
+            stdin: work + "/requests.jsonl",
+            stdout: work + "/batch-relay.jsonl"
+        )
+        let batchRelaySeconds = Date().timeIntervalSince(batchRelayStart)
+        let batchRelayOK = try Self.okLines(work + "/batch-relay.jsonl")
+        guard batchRelayStatus == 0, batchRelayOK == pushCount else {
+            Options.fail("batch --relay exited \(batchRelayStatus) with \(batchRelayOK) of \(pushCount) results ok")
+        }
+        while log.count < 2 * pushCount {
+            guard gateway.isRunning else { Options.fail("the gateway exited") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
         for client in clients { await client.shutdown() }
         for relay in relays {
             relay.terminate()
@@ -411,6 +443,18 @@ struct RelayBench {
         while log.count < before + pushCount {
             guard gateway.isRunning else { Options.fail("the gateway exited") }
             try await Task.sleep(for: .milliseconds(20))
+        }
+        let batchDeliverStart = Date()
+        let batchDeliverStatus = try run(
+            send,
+            ["batch", "--identity", keys + "/alice.identity", "--contacts", keys, "--deliver"] + apnsOptions,
+            stdin: work + "/requests.jsonl",
+            stdout: work + "/batch-deliver.jsonl"
+        )
+        let batchDeliverSeconds = Date().timeIntervalSince(batchDeliverStart)
+        let batchDeliverOK = try Self.okLines(work + "/batch-deliver.jsonl")
+        guard batchDeliverStatus == 0, batchDeliverOK == pushCount else {
+            Options.fail("batch --deliver exited \(batchDeliverStatus) with \(batchDeliverOK) of \(pushCount) ok")
         }
         gateway.terminate()
         gateway.waitUntilExit()
@@ -463,6 +507,20 @@ struct RelayBench {
                 selfCPU / Double(pushCount) * 1e6
             )
         )
+        let relayRate = Double(options.pushes) / batchRelaySeconds
+        let deliverRate = Double(options.pushes) / batchDeliverSeconds
+        print(
+            String(
+                format: "  e2ee-send batch --relay (window 100): %.0f messages/s (%.2f s for %d); batch --deliver: "
+                    + "%.0f messages/s (%.2f s): ratio %.2f× (targets ≥ 3,000/s and ≥ 0.6×)",
+                relayRate,
+                batchRelaySeconds,
+                options.pushes,
+                deliverRate,
+                batchDeliverSeconds,
+                relayRate / deliverRate
+            )
+        )
         let duplicates = metrics.split(separator: "\n").first { $0.hasPrefix("relay_duplicate_deliveries_total") }
         if let duplicates { print("  \(duplicates) (instance 0's count)") }
     }
@@ -510,6 +568,13 @@ struct RelayBench {
     }
 
     /// Runs a process to completion and returns its CPU seconds (bash's `times` for the child).
+    /// How many JSON result lines of `path` say `"ok":true`.
+    static func okLines(_ path: String) throws -> Int {
+        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").filter {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["ok"] as? Bool == true
+        }.count
+    }
+
     static func childCPU(_ executable: String, _ arguments: [String], stdin: String) throws -> Double {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
