@@ -274,11 +274,8 @@ struct RelayFaultTests {
                     let received = gateway.sink.records.map(\.bodyBytes)
                     let allDelivered = Set(received) == expected
                     #expect(allDelivered, "delivered \(Set(received).count) of \(expected.count)")
-                    let store = try await PostgresRelayStore.connect(
-                        url: cluster.url,
-                        logger: Logger(label: "pg-check")
-                    )
-                    try await withCleanup(store, { await $0.close() }) { store in
+                    try await PostgresRelayStore.withStore(url: cluster.url, logger: Logger(label: "pg-check")) {
+                        store in
                         try await waitUntil(tries: 600, every: .milliseconds(100)) {
                             try await store.counts() == [.delivered: 34]
                         }
