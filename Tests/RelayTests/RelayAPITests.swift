@@ -293,6 +293,32 @@ struct RelayAPITests {
         }
     }
 
+    @Test("refusals are the API's JSON byte for byte; a refused submit still names its request (X-Request-Id)")
+    func refusalBytes() async throws {
+        try await Self.withRelay { _, _, _, _, client in
+            // No route for the path, and a route that does not take the method: both not found.
+            for (method, path) in [
+                (HTTPRequest.Method.get, "/v2/users/bob/device-list"), (.delete, "/v1/users/bob/device-list"),
+            ] {
+                try await client.execute(uri: path, method: method) { response in
+                    #expect(response.status == .notFound)
+                    #expect(response.headers[.contentType] == "application/json")
+                    let message = "no such endpoint: \(method) \(path); see docs/RELAY.md for the v1 API"
+                    let expected = RelayRouter.encode(RelayAPI.ErrorBody(error: "not-found", message: message))
+                    #expect(Array(buffer: response.body) == expected)
+                }
+            }
+            try await client.execute(uri: "/v1/users/bob/pushes", method: .post, body: ByteBuffer()) { response in
+                #expect(response.status.code >= 400)
+                #expect(response.headers[.contentType] == "application/json")
+                #expect(response.headers[HTTPField.Name("X-Request-Id")!]?.isEmpty == false)
+                let body = Array(buffer: response.body)
+                let refusal = try JSONDecoder().decode(RelayAPI.ErrorBody.self, from: Data(body))
+                #expect(body == RelayRouter.encode(refusal))
+            }
+        }
+    }
+
     @Test("health and metrics answer")
     func healthAndMetrics() async throws {
         try await Self.withRelay { _, _, _, _, client in

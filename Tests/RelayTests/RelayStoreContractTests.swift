@@ -44,18 +44,13 @@ struct RelayStoreContractTests {
 
     /// Runs `body` on a migrated store in a fresh database on the test server, then closes it.
     static func withPostgres(_ body: (PostgresRelayStore) async throws -> Void) async throws {
-        let store = try await PostgresRelayStore.connect(
+        try await PostgresRelayStore.withStore(
             url: try await PostgresTestServer.freshDatabaseURL(),
             logger: Logger(label: "pg")
-        )
-        do {
+        ) { store in
             try await store.migrate()
             try await body(store)
-        } catch {
-            await store.close()
-            throw error
         }
-        await store.close()
     }
 
     @Test("SQLite: lists, devices, nonces, tokens, idempotent enqueue, leases and completions")
@@ -286,32 +281,34 @@ struct RelayStoreContractTests {
     )
     func postgresMigrationWaitsForAnother() async throws {
         let url = try await PostgresTestServer.freshDatabaseURL()
-        // Another instance's migration, as far as the lock goes: the advisory lock `migrate` takes, held by a
-        // session of a second store until that store closes.
-        let other = try await PostgresRelayStore.connect(url: url, logger: Logger(label: "pg-other"))
-        try await other.executeForTesting("SELECT pg_advisory_lock(7270011)")
-        let store = try await PostgresRelayStore.connect(
+        try await PostgresRelayStore.withStore(
             url: url,
             operationTimeout: .seconds(1),
             logger: Logger(label: "pg")
-        )
-        let migration = Task { () -> RelayError? in
-            do throws(RelayError) {
-                try await store.migrate()
-                return nil
-            } catch {
-                return error
+        ) { store in
+            // Another instance's migration, as far as the lock goes: the advisory lock `migrate` takes, held by a
+            // session of a second store until that store closes.
+            let migration = try await PostgresRelayStore.withStore(url: url, logger: Logger(label: "pg-other")) {
+                other in
+                try await other.executeForTesting("SELECT pg_advisory_lock(7270011)")
+                let migration = Task { () -> RelayError? in
+                    do throws(RelayError) {
+                        try await store.migrate()
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+                // Held three times the store's 1 s request bound after its migration started waiting.
+                try await Task.sleep(for: .seconds(3))
+                return migration
             }
+            let failure = await migration.value
+            #expect(failure == nil, "migrate failed: \(String(describing: failure))")
+            // The schema is there: the contract's first steps work.
+            try await store.ping()
+            try await store.migrate()
         }
-        // Held three times the store's 1 s request bound after its migration started waiting.
-        try await Task.sleep(for: .seconds(3))
-        await other.close()
-        let failure = await migration.value
-        #expect(failure == nil, "migrate failed: \(String(describing: failure))")
-        // The schema is there: the contract's first steps work.
-        try await store.ping()
-        try await store.migrate()
-        await store.close()
     }
 
     @Test(
@@ -320,33 +317,41 @@ struct RelayStoreContractTests {
     )
     func postgresSkipLocked() async throws {
         let url = try await PostgresTestServer.freshDatabaseURL()
-        let stores = [
-            try await PostgresRelayStore.connect(url: url, logger: Logger(label: "pg")),
-            try await PostgresRelayStore.connect(url: url, logger: Logger(label: "pg")),
-            try await PostgresRelayStore.connect(url: url, logger: Logger(label: "pg")),
-        ]
-        try await stores[0].migrate()
-        try await Self.seed(stores[0], pushes: 300)
-        let leased = try await withThrowingTaskGroup(of: [String].self) { group in
-            for (index, store) in stores.enumerated() {
-                group.addTask {
-                    var mine: [String] = []
-                    while true {
-                        let batch = try await store.lease(owner: "i\(index)", limit: 7, nowMs: 1000, leaseMs: 60_000)
-                        if batch.isEmpty { return mine }
-                        mine += batch.map(\.pushID)
+        // Three instances, each with a pool of its own.
+        let logger = Logger(label: "pg")
+        try await PostgresRelayStore.withStore(url: url, logger: logger) { first in
+            try await PostgresRelayStore.withStore(url: url, logger: logger) { second in
+                try await PostgresRelayStore.withStore(url: url, logger: logger) { third in
+                    let stores = [first, second, third]
+                    try await stores[0].migrate()
+                    try await Self.seed(stores[0], pushes: 300)
+                    let leased = try await withThrowingTaskGroup(of: [String].self) { group in
+                        for (index, store) in stores.enumerated() {
+                            group.addTask {
+                                var mine: [String] = []
+                                while true {
+                                    let batch = try await store.lease(
+                                        owner: "i\(index)",
+                                        limit: 7,
+                                        nowMs: 1000,
+                                        leaseMs: 60_000
+                                    )
+                                    if batch.isEmpty { return mine }
+                                    mine += batch.map(\.pushID)
+                                }
+                            }
+                        }
+                        var all: [[String]] = []
+                        for try await ids in group { all.append(ids) }
+                        return all
                     }
+                    let flat = leased.flatMap { $0 }
+                    #expect(flat.count == 300)
+                    #expect(Set(flat).count == 300)
+                    #expect(leased.filter { !$0.isEmpty }.count >= 2, "the three instances shared the queue")
                 }
             }
-            var all: [[String]] = []
-            for try await ids in group { all.append(ids) }
-            return all
         }
-        let flat = leased.flatMap { $0 }
-        #expect(flat.count == 300)
-        #expect(Set(flat).count == 300)
-        #expect(leased.filter { !$0.isEmpty }.count >= 2, "the three instances shared the queue")
-        for store in stores { await store.close() }
     }
 
     /// A user "u" with devices "a" and "b" (active addresses) and `pushes` queued pushes alternating between them.

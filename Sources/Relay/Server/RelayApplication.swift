@@ -94,29 +94,35 @@ public enum RelayApplication: Sendable {
         }
     }
 
-    /// Opens the store named by the configuration and creates its schema.
+    /// Runs `body` with the store named by the configuration, its schema created; the store is closed (its
+    /// connections too) before this returns.
     ///
-    /// - Throws: `storage-unavailable` saying why (file, lock, connection).
-    public static func openStore(
+    /// - Throws: ``RelayError`` `configuration` (a malformed database URL) or `storage-unavailable` saying why the
+    ///   store cannot be opened (file, lock, connection); else what `body` throws.
+    public static func withStore<T>(
         _ database: RelayConfiguration.Database,
-        logger: Logger
-    ) async throws(RelayError)
-        -> any RelayStore
-    {
-        let store: any RelayStore
+        logger: Logger,
+        _ body: (any RelayStore) async throws -> T
+    ) async throws -> T {
         switch database {
         case .sqlite(let path):
-            store = try SQLiteRelayStore(path: path)
-        case .postgres(let url):
-            store = try await PostgresRelayStore.connect(url: url, logger: logger)
-        }
-        do {
-            try await store.migrate()
-        } catch {
+            let store = try SQLiteRelayStore(path: path)
+            let value: T
+            do {
+                try await store.migrate()
+                value = try await body(store)
+            } catch {
+                await store.close()
+                throw error
+            }
             await store.close()
-            throw error
+            return value
+        case .postgres(let url):
+            return try await PostgresRelayStore.withStore(url: url, logger: logger) { store in
+                try await store.migrate()
+                return try await body(store)
+            }
         }
-        return store
     }
 
     /// The Hummingbird application: the API router over TLS with the delivery service beside it.

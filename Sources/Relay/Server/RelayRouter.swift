@@ -26,50 +26,47 @@ public enum RelayRouter: Sendable {
         metricsOnAPI: Bool = true
     ) -> Router<BasicRequestContext> {
         let router = Router()
-        router.middlewares.add(RelayErrorMiddleware())
+        router.middlewares.add(NotFoundMiddleware())
         let users = router.group("v1/users/:user")
-        users.put("device-list") { request, context in
-            await Self.answer { () async throws(RelayError) -> Response in
-                let body = try await Self.body(request, limit: service.policy.maximumBodyBytes)
-                return Self.json(.ok, try await service.publish(userID: try Self.user(context), body: body))
-            }
+        // The handlers throw only RelayError (typed), which answers as the API documents it.
+        users.put("device-list") { request, context async throws(RelayError) -> Response in
+            let body = try await Self.body(request, limit: service.policy.maximumBodyBytes)
+            return Self.json(.ok, try await service.publish(userID: try Self.user(context), body: body))
         }
-        users.get("device-list") { _, context in
-            await Self.answer { () async throws(RelayError) -> Response in
-                let fetched = try await service.fetch(userID: try Self.user(context))
-                // The list goes out exactly as the user signed it; the states follow.
-                var bytes = Array(#"{"device_list":"#.utf8) + fetched.list
-                bytes += Array(#","devices":"#.utf8) + Self.encode(fetched.devices) + Array("}".utf8)
-                return Self.raw(.ok, bytes)
-            }
+        users.get("device-list") { _, context async throws(RelayError) -> Response in
+            let fetched = try await service.fetch(userID: try Self.user(context))
+            // The list goes out exactly as the user signed it; the states follow.
+            var bytes = Array(#"{"device_list":"#.utf8) + fetched.list
+            bytes += Array(#","devices":"#.utf8) + Self.encode(fetched.devices) + Array("}".utf8)
+            return Self.raw(.ok, bytes)
         }
-        users.put("devices/:device/push") { request, context in
-            await Self.answer { () async throws(RelayError) -> Response in
-                let body = try await Self.body(request, limit: service.policy.maximumBodyBytes)
-                let device = Identifiers.decodePathSegment(context.parameters.get("device") ?? "")
-                try await service.registerPush(userID: try Self.user(context), deviceID: device, body: body)
-                return Self.json(.ok, ["push": "active"])
-            }
+        users.put("devices/:device/push") { request, context async throws(RelayError) -> Response in
+            let body = try await Self.body(request, limit: service.policy.maximumBodyBytes)
+            let device = Identifiers.decodePathSegment(context.parameters.get("device") ?? "")
+            try await service.registerPush(userID: try Self.user(context), deviceID: device, body: body)
+            return Self.json(.ok, ["push": "active"])
         }
-        users.put("delivery-tokens") { request, context in
-            await Self.answer { () async throws(RelayError) -> Response in
-                let body = try await Self.body(request, limit: service.policy.maximumBodyBytes)
-                let count = try await service.replaceTokens(userID: try Self.user(context), body: body)
-                return Self.json(.ok, ["tokens": count])
-            }
+        users.put("delivery-tokens") { request, context async throws(RelayError) -> Response in
+            let body = try await Self.body(request, limit: service.policy.maximumBodyBytes)
+            let count = try await service.replaceTokens(userID: try Self.user(context), body: body)
+            return Self.json(.ok, ["tokens": count])
         }
         users.post("pushes") { request, context in
+            // Every answer to a submit, refusals included, names the request the relay logged it under.
             let requestID = RelayService.newRequestID()
-            var response = await Self.answer { () async throws(RelayError) -> Response in
+            var response: Response
+            do throws(RelayError) {
                 let body = try await Self.body(request, limit: service.policy.maximumSubmitBytes)
-                let response = try await service.submit(
+                let submitted = try await service.submit(
                     userID: try Self.user(context),
                     authorization: request.headers[.authorization],
                     idempotencyKey: request.headers[Self.idempotencyKey],
                     body: body,
                     requestID: requestID
                 )
-                return Self.json(.accepted, response)
+                response = Self.json(.accepted, submitted)
+            } catch {
+                response = error.response
             }
             response.headers[Self.requestID] = requestID
             return response
@@ -92,7 +89,7 @@ public enum RelayRouter: Sendable {
     /// network only).
     public static func buildMetrics(service: RelayService) -> Router<BasicRequestContext> {
         let router = Router()
-        router.middlewares.add(RelayErrorMiddleware())
+        router.middlewares.add(NotFoundMiddleware())
         router.get("metrics") { _, _ in await Self.metrics(service) }
         return router
     }
@@ -128,19 +125,6 @@ public enum RelayRouter: Sendable {
             throw RelayError(.bodyTooLarge, "the body is larger than \(limit) bytes, the most this endpoint takes")
         } catch {
             throw RelayError(.malformedJSON, "the request body could not be read: send it again")
-        }
-    }
-
-    private static func answer(_ body: () async throws(RelayError) -> Response) async -> Response {
-        do throws(RelayError) {
-            return try await body()
-        } catch {
-            var response = Self.json(
-                HTTPResponse.Status(code: error.code.httpStatus),
-                RelayAPI.ErrorBody(error: error.code.rawValue, message: error.message)
-            )
-            if let seconds = error.retryAfterSeconds { response.headers[Self.retryAfter] = "\(seconds)" }
-            return response
         }
     }
 

@@ -71,13 +71,40 @@ public enum RelayServe: Sendable {
         configuration.connections = options.connections
         if let port = options.metricsPort { configuration.metricsListener = (options.metricsHost ?? "127.0.0.1", port) }
 
-        // The store first: a locked or unreachable database stops the start before any connection is opened.
-        let store: any RelayStore
-        do throws(RelayError) {
-            store = try await RelayApplication.openStore(configuration.database, logger: logger)
-        } catch {
+        // The store first: a locked or unreachable database stops the start before any connection is opened. It
+        // stays open until the server and the workers have drained.
+        do {
+            try await RelayApplication.withStore(configuration.database, logger: logger) { store in
+                try await Self.serve(
+                    store: store,
+                    configuration: configuration,
+                    files: files,
+                    key: key,
+                    options,
+                    logger
+                )
+            }
+        } catch let error as StartError {
+            throw error
+        } catch let error as RelayError {
             throw StartError(error: error, exitCode: error.code == .configuration ? 64 : 69)
+        } catch {
+            // Opening a store throws only RelayError, and `serve` only StartError.
+            throw StartError(error: RelayError(.storageUnavailable, "\(error)"), exitCode: 69)
         }
+        logger.notice("e2ee-relay stopped; queued pushes stay in the store")
+    }
+
+    /// Makes the APNs clients and runs the server, the workers and the rest until SIGTERM or SIGINT, then drains.
+    private static func serve(
+        store: any RelayStore,
+        configuration: RelayConfiguration,
+        files: RelayTLS.Files?,
+        key: APNsSigningKey,
+        _ options: ServeOptions,
+        _ logger: Logger
+    ) async throws(StartError) {
+        var configuration = configuration
         var clients: [APNsClient] = []
         do {
             var byEnvironment: [String: APNsClient] = [:]
@@ -142,7 +169,6 @@ public enum RelayServe: Sendable {
             await connections.waitUntilClosed(timeout: .seconds(5))
         } catch {
             for client in clients { await client.shutdown() }
-            await store.close()
             let message =
                 switch error {
                 case let error as RelayError: error.message
@@ -152,8 +178,6 @@ public enum RelayServe: Sendable {
             throw StartError(error: RelayError(.configuration, message), exitCode: 1)
         }
         for client in clients { await client.shutdown() }
-        await store.close()
-        logger.notice("e2ee-relay stopped; queued pushes stay in the store")
     }
 
     /// The one line that says what this relay is: version, store (without a password), APNs, topics, workers, limits.

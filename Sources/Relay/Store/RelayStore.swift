@@ -71,9 +71,6 @@ public protocol RelayStore: Sendable {
 
     /// Deletes expired nonces and idempotency records.
     func purge(nowMs: Int64) async throws(RelayError)
-
-    /// Closes connections.
-    func close() async
 }
 
 /// A list to store: its identity fields and the exact bytes the user signed.

@@ -10,9 +10,10 @@ public import RelayClient
 /// The queue hands each due push to one instance: ``lease(owner:limit:nowMs:leaseMs:)`` selects rows with
 /// `FOR UPDATE SKIP LOCKED` and marks them leased in the same transaction, so two instances never lease one row
 /// while its lease holds; a killed instance's rows become due again when their lease expires.
+///
+/// A store exists only within ``withStore(url:operationTimeout:logger:_:)``, which runs its connection pool.
 public final class PostgresRelayStore: RelayStore {
     private let client: PostgresClient
-    private let runner: Task<Void, Never>
     private let logger: Logger
     /// `host:port/database`, for messages (never the password).
     public let endpoint: String
@@ -26,26 +27,27 @@ public final class PostgresRelayStore: RelayStore {
 
     private init(
         client: PostgresClient,
-        runner: Task<Void, Never>,
         logger: Logger,
         endpoint: String,
         operationTimeout: Duration
     ) {
         self.client = client
-        self.runner = runner
         self.logger = logger
         self.endpoint = endpoint
         self.operationTimeout = operationTimeout
     }
 
-    /// Connects to `url` (`postgres://user[:password]@host[:port]/database`) and checks the server answers.
+    /// Runs `body` with a store connected to `url` (`postgres://user[:password]@host[:port]/database`), once the
+    /// server answers. The store's connection pool runs beside `body` and is closed before this returns.
     ///
-    /// - Throws: `configuration` for a bad URL, `storage-unavailable` when the server does not answer.
-    public static func connect(
+    /// - Throws: `configuration` for a bad URL, `storage-unavailable` when the server does not answer; else what
+    ///   `body` throws.
+    public static func withStore<T>(
         url: String,
         operationTimeout: Duration = .seconds(5),
-        logger: Logger
-    ) async throws(RelayError) -> PostgresRelayStore {
+        logger: Logger,
+        _ body: (PostgresRelayStore) async throws -> T
+    ) async throws -> T {
         guard let parsed = URL(string: url), ["postgres", "postgresql"].contains(parsed.scheme ?? ""),
             let host = parsed.host, !host.isEmpty, let user = parsed.user, !user.isEmpty
         else {
@@ -81,21 +83,30 @@ public final class PostgresRelayStore: RelayStore {
             logger: logger
         )
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        let runner = Task { await client.run() }
         let store = PostgresRelayStore(
             client: client,
-            runner: runner,
             logger: logger,
             endpoint: endpoint,
             operationTimeout: operationTimeout
         )
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            // Cancelling the pool closes its connections; the group waits for that before it returns.
+            defer { group.cancelAll() }
+            try await store.waitUntilAnswering()
+            return try await body(store)
+        }
+    }
+
+    /// Returns once a pooled connection answers; throws `storage-unavailable` after ten seconds.
+    private func waitUntilAnswering() async throws(RelayError) {
         // The pool retries a refused connection for about a minute; at start, ten seconds say enough. Pings are
         // tried again within them: each is bounded by `operationTimeout`, which a loaded server's first pooled
         // connection can take longer than.
         let answered = await withTaskGroup(of: Bool?.self) { group in
             group.addTask {
                 while !Task.isCancelled {
-                    if (try? await store.ping()) != nil { return true }
+                    if (try? await self.ping()) != nil { return true }
                     try? await Task.sleep(for: .milliseconds(100))
                 }
                 return nil
@@ -109,14 +120,12 @@ public final class PostgresRelayStore: RelayStore {
             return first
         }
         guard answered == true else {
-            await store.close()
             throw RelayError(
                 .storageUnavailable,
-                "PostgreSQL at \(store.endpoint) does not answer: check that it runs, listens there, and that the URL's "
+                "PostgreSQL at \(self.endpoint) does not answer: check that it runs, listens there, and that the URL's "
                     + "user and database exist"
             )
         }
-        return store
     }
 
     /// Opens and closes one connection; throws `storage-unavailable` with the reason it failed.
@@ -148,17 +157,13 @@ public final class PostgresRelayStore: RelayStore {
     }
 
     /// Creates database `name` on the server of `url` (tests give each run its own database).
-    static func createDatabase(_ name: String, url: String, logger: Logger) async throws(RelayError) {
-        let store = try await Self.connect(url: url, logger: logger)
-        do {
-            try await store.client.withConnection { connection in
+    static func createDatabase(_ name: String, url: String, logger: Logger) async throws {
+        try await Self.withStore(url: url, logger: logger) { store in
+            _ = try await store.read("create database") { connection in
                 _ = try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \"\(name)\""), logger: logger)
+                return true
             }
-        } catch {
-            await store.close()
-            throw store.failure(error, "create database")
         }
-        await store.close()
     }
 
     // MARK: plumbing
@@ -947,11 +952,6 @@ public final class PostgresRelayStore: RelayStore {
             try await connection.query("DELETE FROM submissions WHERE created_at_ms <= \(cutoff)", logger: logger)
             try await connection.query(purgeCompleted, logger: logger)
         }
-    }
-
-    public func close() async {
-        self.runner.cancel()
-        _ = await self.runner.value
     }
 }
 

@@ -751,6 +751,7 @@ public final class SQLiteRelayStore: RelayStore {
         }
     }
 
+    /// Closes the database file once the operations already queued are done.
     public func close() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             self.queue.async {
