@@ -298,7 +298,7 @@ struct RelayBench {
         let apnsOptions = [
             "--apns-url", "https://127.0.0.1:\(gatewayPort)", "--apns-ca", work + "/gateway-tls/ca.pem",
             "--apns-key-file", apns + "/AuthKey_KEY1234567.p8", "--apns-key-id", "KEY1234567",
-            "--apns-team-id", "TEAM123456", "--apns-topic", topic,
+            "--apns-team-id", "TEAM123456",
         ]
 
         // The relay instances.
@@ -314,6 +314,7 @@ struct RelayBench {
                     "serve", "--database", database, "--port", "0", "--port-file", work + "/relay\(index).port",
                     "--self-signed-tls-dir", work + "/relay\(index)-tls", "--workers", "\(options.workers)",
                     "--recipient-rate", "100000000", "--token-rate", "100000000", "--log-level", "error",
+                    "--apns-topic", topic,
                 ] + apnsOptions
             relay.standardOutput = FileHandle.nullDevice
             relay.standardError = FileHandle.nullDevice
@@ -402,11 +403,13 @@ struct RelayBench {
         // once, keeps its window of submits in flight on instance 0), timed from exec to exit, with every result
         // line checked; next to `batch --deliver` on the same lines below.
         let tokenFile = keys + "/\(bob).delivery-token"
-        FileManager.default.createFile(
-            atPath: tokenFile,
-            contents: Data((token.hex + "\n").utf8),
-            attributes: [.posixPermissions: 0o600]
-        )
+        guard
+            FileManager.default.createFile(
+                atPath: tokenFile,
+                contents: Data((token.hex + "\n").utf8),
+                attributes: [.posixPermissions: 0o600]
+            )
+        else { Options.fail("cannot write \(tokenFile)") }
         let batchRelayStart = Date()
         let batchRelayStatus = try run(
             send,
