@@ -129,20 +129,3 @@ enum StorePolicy {
         }
     }
 }
-
-/// The queue's indexes, the same on both stores. A lease reads the pushes that fell due earliest (a queued push at
-/// its next attempt, a leased one when its lease expired; ties in queue order), each kind from a partial index
-/// ordered by that time, and stops at its limit. So a lease reads neither the completed rows of the past hour, nor
-/// the due backlog past its limit, nor the retries still waiting for their time (after an APNs outage, thousands).
-/// History: until 2026-11-26 one index on (state, next_attempt_at_ms) made every lease read and sort the whole due
-/// backlog (SQLite) or scan every completed row before the first due one (PostgreSQL); then, for a few hours of that
-/// day, the partial indexes were in queue order and a lease stepped over every waiting retry.
-enum RelaySchemaIndexes {
-    static let statements = [
-        "DROP INDEX IF EXISTS pushes_due",
-        "DROP INDEX IF EXISTS pushes_queued",
-        "DROP INDEX IF EXISTS pushes_leased",
-        "CREATE INDEX IF NOT EXISTS pushes_queued_due ON pushes (next_attempt_at_ms, seq) WHERE state = 'queued'",
-        "CREATE INDEX IF NOT EXISTS pushes_leased_due ON pushes (lease_expires_at_ms, seq) WHERE state = 'leased'",
-    ]
-}

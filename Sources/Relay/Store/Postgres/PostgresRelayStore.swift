@@ -273,15 +273,54 @@ public final class PostgresRelayStore: RelayStore {
 
     // MARK: RelayStore
 
+    /// Brings the database to ``RelaySchema/currentVersion``: each missing migration in a transaction of its own,
+    /// under the advisory lock (instances starting together wait for each other's migration, then find it done),
+    /// which also records its version as a row of `relay_schema`. A database made before versions were recorded (no
+    /// `relay_schema`) is adopted by version 1.
+    ///
+    /// - Throws: `storage-unavailable` (the relay exits 69) for a schema version newer than this build knows, with
+    ///   what to do; or the database's failure.
     public func migrate() async throws(RelayError) {
         let logger = self.logger
         let timeout = max(Self.migrationTimeout, self.operationTimeout)
-        try await self.transaction("migrate", timeout: timeout) { connection in
-            // Instances starting together must not race on CREATE TABLE.
-            try await connection.query("SELECT pg_advisory_xact_lock(7270011)", logger: logger)
-            for statement in PostgresSchema.statements + RelaySchemaIndexes.statements {
-                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+        let database = "PostgreSQL at \(self.endpoint)"
+        while true {
+            let migrated = try await self.transaction("migrate", timeout: timeout) { connection in
+                // Instances starting together must not race on the schema.
+                try await connection.query("SELECT pg_advisory_xact_lock(7270011)", logger: logger)
+                try await connection.query(
+                    """
+                    CREATE TABLE IF NOT EXISTS relay_schema (version BIGINT PRIMARY KEY,
+                      applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
+                    """,
+                    logger: logger
+                )
+                var version: Int64 = 0
+                let rows = try await connection.query(
+                    "SELECT COALESCE(max(version), 0) FROM relay_schema",
+                    logger: logger
+                )
+                for try await value in rows.decode(Int64.self) { version = value }
+                guard let migration = try RelaySchema.migration(after: version, database: database) else {
+                    return false
+                }
+                for statement in migration.statements(.postgres) {
+                    let sql: String
+                    switch statement {
+                    case .sql(let text):
+                        sql = text
+                    case .addColumnIfMissing(let table, let column, let definition):
+                        sql = "ALTER TABLE \(table) ADD COLUMN IF NOT EXISTS \(column) \(definition)"
+                    }
+                    try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+                }
+                try await connection.query(
+                    "INSERT INTO relay_schema (version) VALUES (\(migration.version))",
+                    logger: logger
+                )
+                return true
             }
+            if !migrated { return }
         }
     }
 
@@ -301,6 +340,17 @@ public final class PostgresRelayStore: RelayStore {
         _ = try await self.read("test statement") { connection in
             _ = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
             return true
+        }
+    }
+
+    /// The first column of the first row of `sql`, an integer (tests: the recorded schema version).
+    func int64ForTesting(_ sql: String) async throws(RelayError) -> Int64? {
+        let logger = self.logger
+        return try await self.read("test query") { connection in
+            let rows = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+            var values: [Int64] = []
+            for try await value in rows.decode(Int64.self) { values.append(value) }
+            return values.first
         }
     }
     #endif
@@ -953,39 +1003,4 @@ public final class PostgresRelayStore: RelayStore {
             try await connection.query(purgeCompleted, logger: logger)
         }
     }
-}
-
-/// The schema (docs/RELAY.md "Storage"), PostgreSQL dialect.
-enum PostgresSchema {
-    static let statements = [
-        """
-        CREATE TABLE IF NOT EXISTS lists (user_id TEXT PRIMARY KEY, user_signing_key BYTEA NOT NULL,
-          list_version BIGINT NOT NULL, list_digest BYTEA NOT NULL, list_json BYTEA NOT NULL,
-          updated_at_ms BIGINT NOT NULL)
-        """,
-        """
-        CREATE TABLE IF NOT EXISTS devices (user_id TEXT NOT NULL, device_id TEXT NOT NULL, position BIGINT NOT NULL,
-          signing_key BYTEA NOT NULL, device_token TEXT, topic TEXT, environment TEXT, registered_at_ms BIGINT,
-          unregistered_at_ms BIGINT, PRIMARY KEY (user_id, device_id))
-        """,
-        // Added after the first schema: stores made before get the column.
-        "ALTER TABLE devices ADD COLUMN IF NOT EXISTS failed_reason TEXT",
-        """
-        CREATE TABLE IF NOT EXISTS delivery_tokens (token_sha256 BYTEA PRIMARY KEY, user_id TEXT NOT NULL,
-          created_at_ms BIGINT NOT NULL)
-        """,
-        "CREATE TABLE IF NOT EXISTS auth_nonces (nonce BYTEA PRIMARY KEY, expires_at_ms BIGINT NOT NULL)",
-        """
-        CREATE TABLE IF NOT EXISTS submissions (user_id TEXT NOT NULL, idempotency_key TEXT NOT NULL,
-          request_sha256 BYTEA NOT NULL, response TEXT NOT NULL, created_at_ms BIGINT NOT NULL,
-          PRIMARY KEY (user_id, idempotency_key))
-        """,
-        """
-        CREATE TABLE IF NOT EXISTS pushes (seq BIGSERIAL PRIMARY KEY, push_id TEXT NOT NULL UNIQUE,
-          user_id TEXT NOT NULL, device_id TEXT NOT NULL, body BYTEA, state TEXT NOT NULL,
-          attempts BIGINT NOT NULL, next_attempt_at_ms BIGINT NOT NULL, lease_owner TEXT,
-          lease_expires_at_ms BIGINT, enqueued_at_ms BIGINT NOT NULL, completed_at_ms BIGINT,
-          apns_status BIGINT, apns_reason TEXT, completions BIGINT NOT NULL)
-        """,
-    ]
 }

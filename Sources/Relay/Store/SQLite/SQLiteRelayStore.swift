@@ -106,16 +106,80 @@ public final class SQLiteRelayStore: RelayStore {
         }
     }
 
+    /// Brings the database to ``RelaySchema/currentVersion``: each missing migration in a transaction of its own,
+    /// which also records its version in `PRAGMA user_version` and marks the file as the relay's
+    /// (`PRAGMA application_id`). A database made before versions were recorded (no mark, version 0, only the
+    /// relay's tables) is adopted by version 1.
+    ///
+    /// - Throws: `storage-unavailable` (the relay exits 69) for another application's SQLite file or a schema
+    ///   version newer than this build knows, with what to do.
     public func migrate() async throws(RelayError) {
+        let path = self.path
         try await self.withConnection { db throws(RelayError) in
-            try db.transaction { () throws(RelayError) in
-                for statement in SQLiteSchema.statements + RelaySchemaIndexes.statements { try db.execute(statement) }
-                // Stores made before devices had failed_reason get the column (SQLite has no ADD COLUMN IF NOT EXISTS).
-                let hasFailedReason = try db.withStatement(
-                    "SELECT 1 FROM pragma_table_info('devices') WHERE name = 'failed_reason'"
-                ) { s throws(RelayError) -> Bool in try s.step() }
-                if !hasFailedReason { try db.execute("ALTER TABLE devices ADD COLUMN failed_reason TEXT") }
+            try Self.checkOwnership(db, path: path)
+            while true {
+                let migrated = try db.transaction { () throws(RelayError) -> Bool in
+                    let version = try Self.pragma(db, "user_version")
+                    guard
+                        let migration = try RelaySchema.migration(
+                            after: version,
+                            database: "the SQLite database \(path)"
+                        )
+                    else { return false }
+                    for statement in migration.statements(.sqlite) { try Self.apply(statement, db) }
+                    // PRAGMA values cannot be bound; both are integers of this build.
+                    try db.execute("PRAGMA application_id = \(RelaySchema.applicationID)")
+                    try db.execute("PRAGMA user_version = \(migration.version)")
+                    return true
+                }
+                if !migrated { return }
             }
+        }
+    }
+
+    /// Refuses an SQLite file that is not the relay's: another application's mark, or, unmarked, a version or tables
+    /// that the relay's databases made before versions were recorded do not have.
+    private static func checkOwnership(_ db: SQLiteConnection, path: String) throws(RelayError) {
+        let appID = try Self.pragma(db, "application_id")
+        if appID == RelaySchema.applicationID { return }
+        let version = try Self.pragma(db, "user_version")
+        var foreignTables: [String] = []
+        try db.withStatement(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
+        ) { s throws(RelayError) in
+            while try s.step() {
+                let name = s.text(0)
+                if !RelaySchema.version1Tables.contains(name) { foreignTables.append(name) }
+            }
+        }
+        guard appID != 0 || version != 0 || !foreignTables.isEmpty else { return }
+        let what =
+            appID != 0
+            ? "application_id \(appID)"
+            : version != 0 ? "user_version \(version)" : "tables \(foreignTables.joined(separator: ", "))"
+        throw RelayError(
+            .storageUnavailable,
+            "\(path) is an SQLite database of another application (\(what)), not the relay's: point --database at "
+                + "the relay's own database file (a new path creates one)"
+        )
+    }
+
+    private static func pragma(_ db: SQLiteConnection, _ name: String) throws(RelayError) -> Int64 {
+        try db.withStatement("PRAGMA \(name)") { s throws(RelayError) in try s.step() ? s.int64(0) : 0 }
+    }
+
+    private static func apply(_ statement: RelaySchema.Statement, _ db: SQLiteConnection) throws(RelayError) {
+        switch statement {
+        case .sql(let sql):
+            try db.execute(sql)
+        case .addColumnIfMissing(let table, let column, let definition):
+            let has = try db.withStatement("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2") {
+                s throws(RelayError) -> Bool in
+                try s.bind(table, at: 1)
+                try s.bind(column, at: 2)
+                return try s.step()
+            }
+            if !has { try db.execute("ALTER TABLE \(table) ADD COLUMN \(column) \(definition)") }
         }
     }
 
@@ -760,37 +824,4 @@ public final class SQLiteRelayStore: RelayStore {
             }
         }
     }
-}
-
-/// The schema (docs/RELAY.md "Storage"), SQLite dialect.
-enum SQLiteSchema {
-    static let statements = [
-        """
-        CREATE TABLE IF NOT EXISTS lists (user_id TEXT PRIMARY KEY, user_signing_key BLOB NOT NULL,
-          list_version INTEGER NOT NULL, list_digest BLOB NOT NULL, list_json BLOB NOT NULL,
-          updated_at_ms INTEGER NOT NULL)
-        """,
-        """
-        CREATE TABLE IF NOT EXISTS devices (user_id TEXT NOT NULL, device_id TEXT NOT NULL, position INTEGER NOT NULL,
-          signing_key BLOB NOT NULL, device_token TEXT, topic TEXT, environment TEXT, registered_at_ms INTEGER,
-          unregistered_at_ms INTEGER, failed_reason TEXT, PRIMARY KEY (user_id, device_id))
-        """,
-        """
-        CREATE TABLE IF NOT EXISTS delivery_tokens (token_sha256 BLOB PRIMARY KEY, user_id TEXT NOT NULL,
-          created_at_ms INTEGER NOT NULL)
-        """,
-        "CREATE TABLE IF NOT EXISTS auth_nonces (nonce BLOB PRIMARY KEY, expires_at_ms INTEGER NOT NULL)",
-        """
-        CREATE TABLE IF NOT EXISTS submissions (user_id TEXT NOT NULL, idempotency_key TEXT NOT NULL,
-          request_sha256 BLOB NOT NULL, response TEXT NOT NULL, created_at_ms INTEGER NOT NULL,
-          PRIMARY KEY (user_id, idempotency_key))
-        """,
-        """
-        CREATE TABLE IF NOT EXISTS pushes (seq INTEGER PRIMARY KEY AUTOINCREMENT, push_id TEXT NOT NULL UNIQUE,
-          user_id TEXT NOT NULL, device_id TEXT NOT NULL, body BLOB, state TEXT NOT NULL,
-          attempts INTEGER NOT NULL, next_attempt_at_ms INTEGER NOT NULL, lease_owner TEXT,
-          lease_expires_at_ms INTEGER, enqueued_at_ms INTEGER NOT NULL, completed_at_ms INTEGER,
-          apns_status INTEGER, apns_reason TEXT, completions INTEGER NOT NULL)
-        """,
-    ]
 }
