@@ -412,22 +412,17 @@ struct RelayBench {
                 attributes: [.posixPermissions: 0o600]
             )
         else { Options.fail("cannot write \(tokenFile)") }
-        let batchRelayStart = Date()
-        let batchRelayStatus = try run(
+        let batchRelaySeconds = try Self.timedBatch(
             send,
             [
                 "batch", "--identity", keys + "/alice.identity", "--contacts", keys, "--relay",
                 "https://127.0.0.1:\(relayPorts[0])",
                 "--relay-ca", work + "/relay0-tls/ca.pem", "--window", "\(options.batchWindow)",
             ],
-            stdin: work + "/requests.jsonl",
-            stdout: work + "/batch-relay.jsonl"
+            requests: work + "/requests.jsonl",
+            results: work + "/batch-relay.jsonl",
+            expected: pushCount
         )
-        let batchRelaySeconds = Date().timeIntervalSince(batchRelayStart)
-        let batchRelayOK = try Self.okLines(work + "/batch-relay.jsonl")
-        guard batchRelayStatus == 0, batchRelayOK == pushCount else {
-            Options.fail("batch --relay exited \(batchRelayStatus) with \(batchRelayOK) of \(pushCount) results ok")
-        }
         while log.count < 2 * pushCount {
             guard gateway.isRunning else { Options.fail("the gateway exited") }
             try await Task.sleep(for: .milliseconds(20))
@@ -449,18 +444,13 @@ struct RelayBench {
             guard gateway.isRunning else { Options.fail("the gateway exited") }
             try await Task.sleep(for: .milliseconds(20))
         }
-        let batchDeliverStart = Date()
-        let batchDeliverStatus = try run(
+        let batchDeliverSeconds = try Self.timedBatch(
             send,
             ["batch", "--identity", keys + "/alice.identity", "--contacts", keys, "--deliver"] + apnsOptions,
-            stdin: work + "/requests.jsonl",
-            stdout: work + "/batch-deliver.jsonl"
+            requests: work + "/requests.jsonl",
+            results: work + "/batch-deliver.jsonl",
+            expected: pushCount
         )
-        let batchDeliverSeconds = Date().timeIntervalSince(batchDeliverStart)
-        let batchDeliverOK = try Self.okLines(work + "/batch-deliver.jsonl")
-        guard batchDeliverStatus == 0, batchDeliverOK == pushCount else {
-            Options.fail("batch --deliver exited \(batchDeliverStatus) with \(batchDeliverOK) of \(pushCount) ok")
-        }
         gateway.terminate()
         gateway.waitUntilExit()
 
@@ -574,11 +564,28 @@ struct RelayBench {
     }
 
     /// Runs a process to completion and returns its CPU seconds (bash's `times` for the child).
-    /// How many JSON result lines of `path` say `"ok":true`.
-    static func okLines(_ path: String) throws -> Int {
-        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").filter {
+    /// Runs `e2ee-send batch` (its `arguments`) on the request lines, as a user runs it, and returns the seconds from
+    /// exec to exit; stops the benchmark unless it exits 0 with `expected` result lines that say `"ok":true`.
+    static func timedBatch(
+        _ send: String,
+        _ arguments: [String],
+        requests: String,
+        results: String,
+        expected: Int
+    ) throws -> Double {
+        let start = Date()
+        let status = try run(send, arguments, stdin: requests, stdout: results)
+        let seconds = Date().timeIntervalSince(start)
+        let ok = try String(contentsOfFile: results, encoding: .utf8).split(separator: "\n").filter {
             (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["ok"] as? Bool == true
         }.count
+        guard status == 0, ok == expected else {
+            Options.fail(
+                "e2ee-send \(arguments.prefix(2).joined(separator: " ")) … exited \(status) with \(ok) of "
+                    + "\(expected) results ok"
+            )
+        }
+        return seconds
     }
 
     static func childCPU(_ executable: String, _ arguments: [String], stdin: String) throws -> Double {
