@@ -198,8 +198,9 @@ struct Run: AsyncParsableCommand {
     }
 }
 
-struct Once: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct Once: AsyncParsableCommand, Sendable {
+    public static let configuration = CommandConfiguration(
+        commandName: "once",
         abstract: "Decide one payload (stdin or --payload FILE) and exit, as an extension launched per push would.",
         discussion: """
             Prints the payload's one decision line (and first those of payloads a locked run kept). It shares the \
@@ -212,7 +213,9 @@ struct Once: AsyncParsableCommand {
     @Option(name: .long, help: "A file holding the payload (a request line or an APNs body); default stdin.")
     var payload: String?
 
-    func run() async throws {
+    public init() {}
+
+    public func run() async throws {
         let payload: [UInt8]
         if let path = self.payload {
             guard let data = FileManager.default.contents(atPath: path) else {

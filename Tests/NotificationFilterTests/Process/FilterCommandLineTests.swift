@@ -1,4 +1,5 @@
 import ArgumentParser
+import CLISupport
 import FilterCommandLine
 import Foundation
 import NotificationFilter
@@ -40,5 +41,46 @@ struct FilterCommandLineTests {
         var answer = try #require(parsed as? any AsyncParsableCommand)
         let error = try await #require(throws: FilterError.self) { try await answer.run() }
         #expect(error.code == .unknownCallUUID)
+    }
+
+    /// `once` is parsed alone on the way in (``E2EEFilter/parseAsRoot(_:direct:)``), to start faster; what it parses
+    /// to, and what it refuses with which message, must be what the full parse gives.
+    @Test(
+        "once parsed directly gives the full parse's command, errors and help",
+        arguments: [
+            ["once", "--identity", "/k/bob.identity", "--contacts", "/c", "--state", "/s.sqlite", "--verbose"],
+            ["once", "--identity=/k/bob.identity", "--contacts", "/c", "--payload", "/p.json", "--clock-skew-ms", "5"],
+            ["once", "--identity", "/k/bob.identity", "--contacts", "/c", "--unknown-sender", "silence"],
+            ["once", "--identity", "/k/bob.identity", "--contacts", "/c", "--unknown-sender", "nonsense"],
+            ["once", "--identity", "/k/bob.identity", "--bogus"],
+            ["once", "--contacts", "/c"],
+            ["once", "--help"],
+            ["once", "--version"],
+            ["once"],
+        ]
+    )
+    func onceDirect(arguments: [String]) throws {
+        let direct = Result { try E2EEFilter.parseAsRoot(arguments, direct: [Once.self]) }
+        let full = Result { try E2EEFilter.parseAsRoot(arguments) }
+        switch (direct, full) {
+        case (.success(let direct), .success(let full)):
+            #expect(type(of: direct) == type(of: full))
+            #expect(String(describing: direct) == String(describing: full))
+        case (.failure(let direct), .failure(let full)):
+            #expect(E2EEFilter.exitCode(for: direct) == E2EEFilter.exitCode(for: full))
+            #expect(E2EEFilter.fullMessage(for: direct) == E2EEFilter.fullMessage(for: full))
+        default:
+            Issue.record("direct \(direct), full \(full)")
+        }
+    }
+
+    @Test("the direct parse is taken for once: a bad option given to run is refused there, not parsed as once")
+    func directOnlyForNamedCommand() throws {
+        let parsed = try E2EEFilter.parseAsRoot(
+            ["run", "--identity", "/k/bob.identity", "--contacts", "/c"],
+            direct: [Once.self]
+        )
+        #expect(!(parsed is Once))
+        #expect(String(describing: type(of: parsed)) == "Run")
     }
 }
