@@ -6,7 +6,8 @@ extension AsyncParsableCommand {
     /// error mapped by ArgumentParser (`ExitCode`, usage errors 64).
     ///
     /// With a `mapping`, an error the command throws is first turned into the executable's exit status and message
-    /// (``ExitMapping``): the commands can live in a library, and the table of exit codes stays in the executable.
+    /// (``ExitMapping``): the commands can live in a library, and the table of exit codes stays in the executable. The
+    /// table is also ``ExitMapping/current`` for the run.
     ///
     /// The subcommands in `direct` are parsed without the others (``parseAsRoot(_:direct:)``).
     public static func runAsTool(mapping: ExitMapping? = nil, direct: [any ParsableCommand.Type] = []) async {
@@ -14,7 +15,9 @@ extension AsyncParsableCommand {
         do {
             let command = try Self.parseAsRoot(Array(CommandLine.arguments.dropFirst()), direct: direct)
             if let mapping {
-                try await mapping.run { try await Self.run(command) }
+                try await ExitMapping.$current.withValue(mapping) {
+                    try await mapping.run { try await Self.run(command) }
+                }
             } else {
                 try await Self.run(command)
             }
