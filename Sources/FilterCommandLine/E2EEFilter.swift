@@ -272,11 +272,13 @@ struct OnceArguments: Equatable, Sendable {
     static func parse(_ arguments: [String]) -> OnceArguments? {
         guard arguments.first == "once" else { return nil }
         var parsed = OnceArguments()
-        var seen: Set<String> = []
+        // An array, not a Set: at most a dozen names, and no hashed collection's generic metadata to build at start.
+        var seen: [String] = []
         var index = 1
         while index < arguments.count {
             let name = arguments[index]
-            guard seen.insert(name).inserted else { return nil }
+            guard !seen.contains(name) else { return nil }
+            seen.append(name)
             if name == "--verbose" {
                 parsed.account.verbose = true
                 index += 1
