@@ -29,6 +29,11 @@ public struct ExitMapping: Sendable {
     public let tool: String
     private let map: @Sendable (any Error) -> ToolExit?
 
+    /// The running tool's table, bound by ``AsyncParsableCommand/runAsTool(mapping:direct:)`` for the whole run: a
+    /// command that decides a status in the middle of a run (a batch's failed line) reads it here. Nil outside a
+    /// tool's run (a test binds its own).
+    @TaskLocal public static var current: ExitMapping?
+
     /// - Parameters:
     ///   - tool: the executable's name (`e2ee-send`).
     ///   - map: the exit status and message of each error the tool knows; nil for any other.

@@ -73,18 +73,55 @@ struct AccountFlags: ParsableArguments {
     )
     var config: String?
     @Option(name: .long, help: "The SQLite state file (replay set, calls, missed calls, progress).")
-    var state: String = "e2ee-filter.sqlite"
+    var state: String = AccountValues().state
     @Option(name: .long, help: "What a push from a sender not in the contacts becomes.")
-    var unknownSender: FilterPolicy.UnknownSenderPolicy = .fallback
+    var unknownSender: FilterPolicy.UnknownSenderPolicy = AccountValues().unknownSender
     @Option(name: .long, help: "Allowed clock skew in milliseconds.")
-    var clockSkewMs: Int64 = 30_000
+    var clockSkewMs: Int64 = AccountValues().clockSkewMs
     @Option(
         name: .long,
         help:
             "How long message ids are remembered, in hours (fractions allowed, e.g. 0.05 for 3 minutes in a soak); older messages are `stale`. Finished calls are kept as long."
     )
-    var replayRetentionHours: Double = 48
+    var replayRetentionHours: Double = AccountValues().replayRetentionHours
     @Flag(name: .long, help: "Log debug details to stderr (never keys, plaintext or envelopes).")
+    var verbose = false
+
+    /// The parsed values, as plain values.
+    var values: AccountValues {
+        AccountValues(
+            identity: self.identity,
+            contacts: self.contacts,
+            passphraseFile: self.passphraseFile,
+            card: self.card,
+            deviceID: self.deviceID,
+            config: self.config,
+            state: self.state,
+            unknownSender: self.unknownSender,
+            clockSkewMs: self.clockSkewMs,
+            replayRetentionHours: self.replayRetentionHours,
+            verbose: self.verbose
+        )
+    }
+
+    func validate() throws { try self.values.validate() }
+    func options() throws -> FilterAppOptions { try self.values.options() }
+    func logger() -> Logger { self.values.logger() }
+}
+
+/// The account options of every command as plain values: what ``AccountFlags`` parses, and what `once`'s direct
+/// parse (``OnceArguments``) fills without ArgumentParser.
+struct AccountValues: Equatable, Sendable {
+    var identity: String?
+    var contacts: String?
+    var passphraseFile: String?
+    var card: String?
+    var deviceID: String?
+    var config: String?
+    var state = "e2ee-filter.sqlite"
+    var unknownSender: FilterPolicy.UnknownSenderPolicy = .fallback
+    var clockSkewMs: Int64 = 30_000
+    var replayRetentionHours: Double = 48
     var verbose = false
 
     func validate() throws {
@@ -213,6 +250,70 @@ struct Once: AsyncParsableCommand {
     var payload: String?
 
     func run() async throws {
+        try await OnceArguments(account: self.account.values, payload: self.payload).decide()
+    }
+}
+
+/// `once`'s options as plain values, and its work.
+///
+/// `once` is the process launched per push, as a notification service extension is, so its cold start is the time
+/// to a decision. ArgumentParser reflects over every option's property wrapper and instantiates their generic types
+/// at run time, which is a large part of that start; ``parse(_:)`` reads the common spelling (`--name value`,
+/// `--verbose`) into plain values instead. Anything else goes to ArgumentParser, so usage errors, `--help` and every
+/// other spelling are exactly the parser's; a test holds both parses equal.
+struct OnceArguments: Equatable, Sendable {
+    var account = AccountValues()
+    /// `--payload FILE`; nil for stdin.
+    var payload: String?
+
+    /// The values of `e2ee-filter once …` (`arguments` without the executable's path), or nil for any spelling it
+    /// does not read (then ArgumentParser parses it): an unknown or repeated name, `--name=value`, a missing value
+    /// or one starting with `-`, a value the option does not take, or options `validate()` refuses.
+    static func parse(_ arguments: [String]) -> OnceArguments? {
+        guard arguments.first == "once" else { return nil }
+        var parsed = OnceArguments()
+        // An array, not a Set: at most a dozen names, and no hashed collection's generic metadata to build at start.
+        var seen: [String] = []
+        var index = 1
+        while index < arguments.count {
+            let name = arguments[index]
+            guard !seen.contains(name) else { return nil }
+            seen.append(name)
+            if name == "--verbose" {
+                parsed.account.verbose = true
+                index += 1
+                continue
+            }
+            guard index + 1 < arguments.count, !arguments[index + 1].hasPrefix("-") else { return nil }
+            let value = arguments[index + 1]
+            index += 2
+            switch name {
+            case "--identity": parsed.account.identity = value
+            case "--contacts": parsed.account.contacts = value
+            case "--passphrase-file": parsed.account.passphraseFile = value
+            case "--card": parsed.account.card = value
+            case "--device-id": parsed.account.deviceID = value
+            case "--config": parsed.account.config = value
+            case "--state": parsed.account.state = value
+            case "--payload": parsed.payload = value
+            case "--unknown-sender":
+                guard let policy = FilterPolicy.UnknownSenderPolicy(rawValue: value) else { return nil }
+                parsed.account.unknownSender = policy
+            case "--clock-skew-ms":
+                guard let skew = Int64(value) else { return nil }
+                parsed.account.clockSkewMs = skew
+            case "--replay-retention-hours":
+                guard let hours = Double(value) else { return nil }
+                parsed.account.replayRetentionHours = hours
+            default: return nil
+            }
+        }
+        guard (try? parsed.account.validate()) != nil else { return nil }
+        return parsed
+    }
+
+    /// Decides the payload and prints its line (and first those of payloads a locked `run` kept).
+    func decide() async throws {
         let payload: [UInt8]
         if let path = self.payload {
             guard let data = FileManager.default.contents(atPath: path) else {
@@ -229,6 +330,15 @@ struct Once: AsyncParsableCommand {
         )
         // A reader that went away loses the line, not the decision: it is in the state file.
         for line in lines { try? StandardOutput.writeLine(line) }
+    }
+}
+
+extension E2EEFilter {
+    /// `once` read without ArgumentParser (``OnceArguments``), for `runAsTool(mapping:direct:)`: its work, or nil
+    /// when ArgumentParser must parse the command line.
+    public static func direct(_ arguments: [String]) -> (@Sendable () async throws -> Void)? {
+        guard let once = OnceArguments.parse(arguments) else { return nil }
+        return { try await once.decide() }
     }
 }
 

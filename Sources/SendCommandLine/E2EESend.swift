@@ -1,12 +1,12 @@
 public import ArgumentParser
-public import CLISupport
+import CLISupport
 import E2EECore
 import Foundation
 import Sender
 
 /// `e2ee-send`'s root command: encrypts messages into uniform APNs requests and prints them, submits them to the
-/// app's relay (`--relay`), or delivers them to APNs (`--deliver`). The executable runs it (its `main` binds
-/// ``exitMapping`` to its table of exit codes, then calls `runAsTool`); tests parse and run it in process.
+/// app's relay (`--relay`), or delivers them to APNs (`--deliver`). The executable runs it with its table of exit
+/// codes (`runAsTool(mapping:)`); tests parse and run it in process.
 public struct E2EESend: AsyncParsableCommand, Sendable {
     public static let configuration = CommandConfiguration(
         commandName: "e2ee-send",
@@ -55,9 +55,11 @@ public struct E2EESend: AsyncParsableCommand, Sendable {
         """
 
     /// How every command's errors end the process: `e2ee-send: error: <message>` and the status of the
-    /// executable's table (exit codes are the tool's API, not the library's). The executable's `main` binds it for
-    /// the run; unbound, every error is 70 (a mapping that knows no error).
-    @TaskLocal public static var exitMapping = ExitMapping(tool: "e2ee-send") { _ in nil }
+    /// executable's table, ``ExitMapping/current`` (exit codes are the tool's API, not the library's). Unbound,
+    /// every error is 70 (a mapping that knows no error).
+    static var exitMapping: ExitMapping {
+        ExitMapping.current ?? ExitMapping(tool: "e2ee-send") { _ in nil }
+    }
 
     public init() {}
 

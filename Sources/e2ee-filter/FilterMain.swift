@@ -10,7 +10,7 @@ import NotificationFilter
 @main
 enum FilterMain {
     static func main() async {
-        await E2EEFilter.runAsTool(mapping: FilterExit.mapping)
+        await E2EEFilter.runAsTool(mapping: FilterExit.mapping, direct: E2EEFilter.direct)
     }
 }
 

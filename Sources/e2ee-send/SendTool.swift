@@ -22,9 +22,7 @@ import Sender
 @main
 enum SendTool {
     static func main() async {
-        await E2EESend.$exitMapping.withValue(SendExit.mapping) {
-            await E2EESend.runAsTool()
-        }
+        await E2EESend.runAsTool(mapping: SendExit.mapping)
     }
 }
 

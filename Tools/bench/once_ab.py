@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`e2ee-filter once` (exec to decision, as an extension launched per push runs it) for two or more builds,
+"""`e2ee-filter once` (exec to its decision line, as an extension launched per push waits for it; and to exit) for two or more builds,
 alternating, so that the machine's load falls on each alike.
 
   python3 Tools/bench/once_ab.py BIN_DIR [BIN_DIR ...] [--runs 40] [--reps 3]
@@ -47,18 +47,17 @@ def main():
     medians = {b: [] for b in a.bins}
     for r in range(a.reps):
         for index, b in enumerate(a.bins):
-            times = []
+            times, exits = [], []
             for line in lines[r * a.runs:(r + 1) * a.runs]:
-                t = time.perf_counter()
-                subprocess.run([os.path.join(b, "e2ee-filter"), "once", "--identity", f"{keys}/bob.identity",
-                                "--contacts", contacts, "--state", os.path.join(work, f"state-{index}.sqlite")],
-                               input=line + b"\n", stdout=subprocess.DEVNULL, check=True)
-                times.append((time.perf_counter() - t) * 1000)
+                decided, exited = pb.time_once([os.path.join(b, "e2ee-filter"), "once", "--identity",
+                                                f"{keys}/bob.identity", "--contacts", contacts, "--state",
+                                                os.path.join(work, f"state-{index}.sqlite")], line)
+                times.append(decided); exits.append(exited)
             times.sort()
             medians[b].append(statistics.median(times))
-            print(f"once_ab: round {r + 1}, {b}: median {statistics.median(times):.1f} ms, "
-                  f"p10 {times[len(times) // 10]:.1f}, p90 {times[len(times) * 9 // 10]:.1f} "
-                  f"(load {os.getloadavg()[0]:.2f})", flush=True)
+            print(f"once_ab: round {r + 1}, {b}: to decision median {statistics.median(times):.1f} ms, "
+                  f"p10 {times[len(times) // 10]:.1f}, p90 {times[len(times) * 9 // 10]:.1f}; to exit median "
+                  f"{statistics.median(exits):.1f} ms (load {os.getloadavg()[0]:.2f})", flush=True)
     for b in a.bins:
         print(f"once_ab: {b}: medians {', '.join(f'{m:.1f}' for m in medians[b])} ms")
 
@@ -83,16 +82,17 @@ def compare_suites(bin_dir, suites, runs, reps):
     print(f"once_ab: load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for r in range(reps):
         times = {suite: [] for suite in suites}
+        exits = {suite: [] for suite in suites}
         for n in range(r * runs, (r + 1) * runs):
             for suite in suites:
                 keys, contacts, lines, state = setups[suite]
-                t = time.perf_counter()
-                subprocess.run([os.path.join(bin_dir, "e2ee-filter"), "once", "--identity", f"{keys}/bob.identity",
-                                "--contacts", contacts, "--state", state],
-                               input=lines[n] + b"\n", stdout=subprocess.DEVNULL, check=True)
-                times[suite].append((time.perf_counter() - t) * 1000)
+                decided, exited = pb.time_once([os.path.join(bin_dir, "e2ee-filter"), "once", "--identity",
+                                                f"{keys}/bob.identity", "--contacts", contacts, "--state", state],
+                                               lines[n])
+                times[suite].append(decided); exits[suite].append(exited)
         print(f"once_ab: round {r + 1} (load {os.getloadavg()[0]:.2f}): " + ", ".join(
-            f"{suite} median {statistics.median(ts):.1f} ms (p10 {sorted(ts)[len(ts) // 10]:.1f})"
+            f"{suite} to decision median {statistics.median(ts):.1f} ms (p10 {sorted(ts)[len(ts) // 10]:.1f}), "
+            f"to exit median {statistics.median(exits[suite]):.1f} ms"
             for suite, ts in times.items()), flush=True)
 
 

@@ -1,5 +1,6 @@
 public import E2EECore
 public import Logging
+public import PushTransport
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -58,6 +59,8 @@ public struct FilterAppOptions: Sendable {
     /// This device's push token: spool lines for other tokens are skipped (``FilterDaemonConfiguration/deviceToken``).
     public var deviceToken: String?
     public var policy = FilterPolicy()
+    /// The push service whose bodies the device receives (APNs).
+    public var transport: any PushTransport.Type = APNsAlertTransport.self
     public var callProvider = CallProviderConfiguration()
     /// The wall clock every part of the filter reads (tests fix or advance it; the executable has only the real one).
     public var clock: WallClock = .system
@@ -139,6 +142,7 @@ public enum FilterApp: Sendable {
             policy: options.policy,
             reporter: reporter,
             clock: options.clock,
+            transport: options.transport,
             logger: logger
         )
         var configuration = FilterDaemonConfiguration(input: options.input, decisionsPath: options.decisionsPath)

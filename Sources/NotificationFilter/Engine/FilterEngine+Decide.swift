@@ -42,6 +42,8 @@ extension FilterEngine {
     /// What opening needs, copied out of the actor so batches can be opened on both cores, and ahead of the
     /// batch before them (``open(_:)``).
     struct OpenContext: Sendable {
+        /// The push service whose bodies are unframed.
+        var transport: any PushTransport.Type
         var accounts: [FilterAccount]
         var accountByKeyID: [KeyID: Int]
         /// Counts the changes of `accounts` (an unlock): a batch opened with an older context is opened again.
@@ -66,7 +68,7 @@ extension FilterEngine {
     static func open(_ input: PayloadInput, _ context: OpenContext, nowMs: Int64) -> Opened {
         guard let body = input.body else { return .malformedInput }
         do {
-            let envelope = try APNsAlertTransport.envelope(fromBody: body)
+            let envelope = try context.transport.envelope(fromBody: body)
             guard let index = context.accountByKeyID[envelope.recipientKeyID],
                 let identity = context.accounts[index].identity
             else {

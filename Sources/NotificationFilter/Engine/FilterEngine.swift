@@ -1,6 +1,7 @@
 public import E2EECore
 import Locking
 public import Logging
+public import PushTransport
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -38,6 +39,7 @@ public actor FilterEngine {
     ///   - policy: the rules.
     ///   - reporter: where calls that should ring are handed off.
     ///   - clock: the wall clock.
+    ///   - transport: the push service whose bodies this device receives: it unframes each into its envelope.
     ///   - logger: decisions are logged as codes only: never keys, plaintext or envelopes.
     public init(
         store: FilterStateStore,
@@ -45,6 +47,7 @@ public actor FilterEngine {
         policy: FilterPolicy = FilterPolicy(),
         reporter: any CallReporting,
         clock: WallClock,
+        transport: any PushTransport.Type = APNsAlertTransport.self,
         logger: Logger
     ) throws {
         self.store = store
@@ -54,14 +57,21 @@ public actor FilterEngine {
         self.clock = clock
         self.logger = logger
         self.keptWaiting = try store.transaction { tx in try !tx.pendingPayloads(limit: 1).isEmpty }
-        self.openContextCopy = PThreadMutex(OpenContext(accounts: accounts, accountByKeyID: Self.index(accounts)))
+        self.openContextCopy = PThreadMutex(
+            OpenContext(transport: transport, accounts: accounts, accountByKeyID: Self.index(accounts))
+        )
     }
 
     /// The accounts changed (an unlock): index them again, and let batches opened before be opened again.
     private func accountsChanged() {
         let (accounts, index) = (self.accounts, Self.index(self.accounts))
         self.openContextCopy.withLock { context in
-            context = OpenContext(accounts: accounts, accountByKeyID: index, generation: context.generation + 1)
+            context = OpenContext(
+                transport: context.transport,
+                accounts: accounts,
+                accountByKeyID: index,
+                generation: context.generation + 1
+            )
         }
     }
 

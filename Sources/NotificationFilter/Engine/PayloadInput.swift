@@ -41,7 +41,7 @@ public struct PayloadInput: Sendable, Hashable {
     ///
     /// A line that is neither a spool record nor a request line is a bare body, whatever it holds (`{}`, `null`,
     /// non-JSON, invalid UTF-8, too long): opening applies docs/PROTOCOL.md §4 to it exactly as to any APNs body
-    /// (`APNsAlertTransport.envelope(fromBody:)`), so it is decided `too-large`, `malformed-envelope` or
+    /// (the engine's push transport: `APNsAlertTransport.envelope(fromBody:)` for APNs), so it is decided `too-large`, `malformed-envelope` or
     /// `foreign-payload`. Only a spool record whose `body_base64` is not base64 has no body (`malformed-input`).
     ///
     /// - Parameter defaultSeq: the sequence number when the line carries none (its 1-based line number); only a

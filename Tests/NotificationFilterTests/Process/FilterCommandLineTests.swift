@@ -1,8 +1,10 @@
 import ArgumentParser
-import FilterCommandLine
+import CLISupport
 import Foundation
 import NotificationFilter
 import Testing
+
+@testable import FilterCommandLine
 
 /// `e2ee-filter`'s commands live in a library (`FilterCommandLine`): parsed and run in process, they throw the
 /// libraries' errors, and only the executable turns them into exit statuses.
@@ -40,5 +42,60 @@ struct FilterCommandLineTests {
         var answer = try #require(parsed as? any AsyncParsableCommand)
         let error = try await #require(throws: FilterError.self) { try await answer.run() }
         #expect(error.code == .unknownCallUUID)
+    }
+
+    /// `once` is read without ArgumentParser on the way in (`OnceArguments`, to start faster). Whatever it reads must
+    /// be what ArgumentParser parses from the same words; whatever it does not read is left to ArgumentParser.
+    @Test(
+        "once read directly gives ArgumentParser's values, and leaves every other spelling to it",
+        arguments: [
+            (["once", "--identity", "/k/bob.identity", "--contacts", "/c", "--state", "/s.sqlite", "--verbose"], true),
+            (
+                [
+                    "once", "--config", "/a.json", "--payload", "/p.json", "--clock-skew-ms", "5",
+                    "--replay-retention-hours", "0.5", "--unknown-sender", "silence",
+                ], true
+            ),
+            (
+                [
+                    "once", "--identity", "/k/bob.identity", "--contacts", "/c", "--passphrase-file", "/pw",
+                    "--card", "/card.json", "--device-id", "phone",
+                ], true
+            ),
+            (["once", "--identity", "/k/bob.identity", "--contacts", "/c", "--replay-retention-hours", "0"], true),
+            (["once", "--identity=/k/bob.identity", "--contacts", "/c"], false),
+            (["once", "--identity", "/k/bob.identity", "--contacts", "/c", "--unknown-sender", "nonsense"], false),
+            (["once", "--identity", "/k/bob.identity", "--contacts", "/c", "--clock-skew-ms", "-5"], false),
+            (["once", "--identity", "/k/bob.identity", "--contacts", "/c", "--clock-skew-ms", "5x"], false),
+            (["once", "--identity", "/a", "--identity", "/b", "--contacts", "/c"], false),
+            (["once", "--identity", "/k/bob.identity", "--bogus", "x"], false),
+            (["once", "--identity"], false),
+            (["once", "--contacts", "/c"], false),
+            (["once", "--help"], false),
+            (["once"], false),
+            (["run", "--identity", "/k/bob.identity", "--contacts", "/c"], false),
+        ]
+    )
+    func onceDirect(arguments: [String], read: Bool) throws {
+        let direct = OnceArguments.parse(arguments)
+        #expect((direct != nil) == read)
+        guard let direct else { return }
+        let parsed = try E2EEFilter.parseAsRoot(arguments)
+        let once = try #require(parsed as? Once)
+        #expect(OnceArguments(account: once.account.values, payload: once.payload) == direct)
+    }
+
+    @Test(
+        "once read directly runs once's work: a --payload that is not there is the same unusableFile, naming the file"
+    )
+    func onceDirectDecides() async throws {
+        let fixture = try FilterFixture()
+        let missing = fixture.path("no-such-payload.json")
+        let arguments =
+            ["once"] + fixture.accountArguments(state: fixture.path("state.sqlite")) + ["--payload", missing]
+        let work = try #require(E2EEFilter.direct(arguments))
+        let error = try await #require(throws: FilterError.self) { try await work() }
+        #expect(error.code == .unusableFile)
+        #expect(error.message == "cannot read --payload \(missing)")
     }
 }

@@ -18,7 +18,7 @@ struct SendCommandLineTests {
     static func run(_ arguments: [String]) async throws {
         let parsed = try E2EESend.parseAsRoot(arguments)
         var command = try #require(parsed as? any AsyncParsableCommand)
-        try await E2EESend.$exitMapping.withValue(Self.mapping) {
+        try await ExitMapping.$current.withValue(Self.mapping) {
             try await command.run()
         }
     }
