@@ -100,4 +100,50 @@ struct RelayBuilderTests {
             #expect(!FileManager.default.fileExists(atPath: options.database))
         }
     }
+
+    @Test(
+        "PostgreSQL: the client runs in the relay's group, migration first; a newer schema fails the start before listening",
+        .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)
+    )
+    func postgresStartup() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        try await GatewayFixture.with { gateway in
+            var options = try Self.options(folder, gateway: gateway)
+            options.database = try await PostgresTestServer.freshDatabaseURL()
+            let relay = try await buildApplication(options, logger: Logger(label: "relay"))
+            let group = ServiceGroup(configuration: .init(services: [relay], logger: Logger(label: "group")))
+            let running = Task { try await group.run() }
+            var port: Int?
+            for _ in 0..<600 where port == nil {
+                port = (try? String(contentsOfFile: options.portFile!, encoding: .utf8)).flatMap {
+                    Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+                }
+                if port == nil { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            try await withClient("https://127.0.0.1:\(try #require(port))", ca: folder.file("tls/ca.pem")) { client in
+                #expect(await client.isHealthy())
+                let published = try await client.publish(try TestUser.make("bob").list)
+                #expect(published == .init(listVersion: 2, stored: true))
+            }
+            await group.triggerGracefulShutdown()
+            try await running.value
+
+            // A newer relay's schema: the built relay's group ends with the store's error, and nothing listened.
+            try await PostgresRelayStore.withStore(url: options.database, logger: Logger(label: "pg")) { store in
+                try await store.executeForTesting("INSERT INTO relay_schema (version) VALUES (999)")
+            }
+            try FileManager.default.removeItem(atPath: options.portFile!)
+            let newer = try await buildApplication(options, logger: Logger(label: "relay"))
+            let failed = ServiceGroup(configuration: .init(services: [newer], logger: Logger(label: "group")))
+            let error = await #expect(throws: RelayStartError.self) { try await failed.run() }
+            #expect(error?.step == .store)
+            #expect(error?.error.code == .storageUnavailable)
+            #expect(
+                error?.error.message.contains("a newer relay has migrated it") == true,
+                "\(String(describing: error))"
+            )
+            #expect(!FileManager.default.fileExists(atPath: options.portFile!))
+        }
+    }
 }
