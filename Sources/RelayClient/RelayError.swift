@@ -29,7 +29,6 @@ public struct RelayError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let badUserID = Code("bad-user-id", 400)
         public static let badDeviceID = Code("bad-device-id", 400)
         public static let notFound = Code("not-found", 404)
-        public static let methodNotAllowed = Code("method-not-allowed", 405)
 
         // MARK: device lists
         public static let badDeviceList = Code("bad-device-list", 400)

@@ -5,7 +5,7 @@ import Logging
 import Relay
 
 /// `e2ee-relay serve`: parses the flags (each optional, so that the environment and the file can set what a flag
-/// does not), then hands over to the library (``RelayServe``).
+/// does not), then runs what the library builds (``buildApplication(_:logger:)``).
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
@@ -210,11 +210,11 @@ struct ServeCommand: AsyncParsableCommand {
             throw ExitCode(64)
         }
         let logger = RelayServe.logger(options)
-        do throws(RelayServe.StartError) {
-            try await RelayServe.run(options, logger: logger)
-        } catch {
-            logger.critical("e2ee-relay cannot start: \(error.error.message)")
-            throw ExitCode(error.exitCode)
+        do {
+            try await buildApplication(options, logger: logger).runService()
+        } catch let failure as RelayStartError {
+            logger.critical("e2ee-relay cannot start: \(failure.error.message)")
+            throw ExitCode(failure.step == .setup ? 1 : failure.error.code == .configuration ? 64 : 69)
         }
     }
 }

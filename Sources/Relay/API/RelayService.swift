@@ -42,8 +42,9 @@ public final class RelayService: Sendable {
     let logger: Logger
     private let recipientLimiter: RateLimiter
     private let tokenLimiter: RateLimiter
-    // A lock, not Synchronization's `Atomic`: Swift 6.3.1's optimizer crashes on `RelayServe.run` ("Found ownership
-    // error", CopyPropagation at the inlined `drop_deinit` of an `Atomic<Bool>` stored in this class) in release builds.
+    // A lock, not Synchronization's `Atomic`: Swift 6.3.1's optimizer crashed on `RelayServe.run` (now
+    // `buildApplication`) ("Found ownership error", CopyPropagation at the inlined `drop_deinit` of an `Atomic<Bool>`
+    // stored in this class) in release builds.
     private let isDraining = PThreadMutex<Bool>(false)
 
     /// Whether the relay is shutting down (readiness answers `draining`); requests are still answered meanwhile.

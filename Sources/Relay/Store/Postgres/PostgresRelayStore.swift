@@ -4,6 +4,7 @@ public import Logging
 import NIOCore
 import PostgresNIO
 public import RelayClient
+import ServiceLifecycle
 
 /// The shared store: several relay instances on one PostgreSQL database.
 ///
@@ -11,7 +12,8 @@ public import RelayClient
 /// `FOR UPDATE SKIP LOCKED` and marks them leased in the same transaction, so two instances never lease one row
 /// while its lease holds; a killed instance's rows become due again when their lease expires.
 ///
-/// A store exists only within ``withStore(url:operationTimeout:logger:_:)``, which runs its connection pool.
+/// A store works while its connection pool runs: within ``withStore(url:operationTimeout:logger:_:)``, or in the
+/// relay's `ServiceGroup` (``buildApplication(_:logger:)``).
 public final class PostgresRelayStore: RelayStore {
     private let client: PostgresClient
     private let logger: Logger
@@ -48,6 +50,25 @@ public final class PostgresRelayStore: RelayStore {
         logger: Logger,
         _ body: (PostgresRelayStore) async throws -> T
     ) async throws -> T {
+        let store = try await Self.connect(url: url, operationTimeout: operationTimeout, logger: logger)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await store.client.run() }
+            // Cancelling the pool closes its connections; the group waits for that before it returns.
+            defer { group.cancelAll() }
+            try await store.waitUntilAnswering()
+            return try await body(store)
+        }
+    }
+
+    /// A store on `url` whose connection pool is not running yet: run ``clientService`` (in the relay's
+    /// `ServiceGroup`), then ``waitUntilAnswering()`` before the first operation.
+    ///
+    /// - Throws: `configuration` for a bad URL, `storage-unavailable` when one direct connection fails.
+    static func connect(
+        url: String,
+        operationTimeout: Duration = .seconds(5),
+        logger: Logger
+    ) async throws(RelayError) -> PostgresRelayStore {
         guard let parsed = URL(string: url), ["postgres", "postgresql"].contains(parsed.scheme ?? ""),
             let host = parsed.host, !host.isEmpty, let user = parsed.user, !user.isEmpty
         else {
@@ -82,24 +103,19 @@ public final class PostgresRelayStore: RelayStore {
             endpoint: endpoint,
             logger: logger
         )
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        let store = PostgresRelayStore(
-            client: client,
+        return PostgresRelayStore(
+            client: PostgresClient(configuration: configuration, backgroundLogger: logger),
             logger: logger,
             endpoint: endpoint,
             operationTimeout: operationTimeout
         )
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            // Cancelling the pool closes its connections; the group waits for that before it returns.
-            defer { group.cancelAll() }
-            try await store.waitUntilAnswering()
-            return try await body(store)
-        }
     }
 
+    /// The connection pool as a `Service`: it runs until graceful shutdown, then closes its connections.
+    var clientService: any Service { self.client }
+
     /// Returns once a pooled connection answers; throws `storage-unavailable` after ten seconds.
-    private func waitUntilAnswering() async throws(RelayError) {
+    func waitUntilAnswering() async throws(RelayError) {
         // The pool retries a refused connection for about a minute; at start, ten seconds say enough. Pings are
         // tried again within them: each is bounded by `operationTimeout`, which a loaded server's first pooled
         // connection can take longer than.

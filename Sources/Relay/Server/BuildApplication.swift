@@ -1,0 +1,249 @@
+import ConnectionGuard
+import Foundation
+public import Hummingbird
+public import Logging
+import NIOSSL
+public import RelayClient
+import Sender
+public import ServiceLifecycle
+
+/// Why the relay could not start, by the step that failed; `e2ee-relay serve` turns it into its exit status.
+public struct RelayStartError: Error, Sendable {
+    public enum Step: Sendable, Hashable {
+        /// TLS, the APNs key or clients, the listener, or anything else that stopped the relay with an error.
+        case setup
+        /// Opening, reaching or migrating the store: `configuration` for a malformed database URL, else
+        /// `storage-unavailable`.
+        case store
+    }
+
+    public let step: Step
+    public let error: RelayError
+
+    public init(_ step: Step, _ error: RelayError) {
+        self.step = step
+        self.error = error
+    }
+}
+
+/// The relay that `e2ee-relay serve` runs, built by ``buildApplication(_:logger:)``: the Hummingbird application and
+/// the services beside it, run in one `ServiceGroup`, and what to close once that group has stopped.
+public struct RelayApp: Service {
+    /// The HTTPS API; the delivery workers and the metrics listener run as its services.
+    public let application: any ApplicationProtocol
+    /// What the group runs, in start order (it stops them in reverse): the PostgreSQL client, the application (after
+    /// the store's startup), the certificate reloader, the draining notice.
+    public let services: [ServiceGroupConfiguration.ServiceConfiguration]
+    let connections: ConnectionTracker
+    /// Shuts the APNs clients down and closes a SQLite store.
+    let close: @Sendable () async -> Void
+    let logger: Logger
+
+    /// Runs until graceful shutdown (of the group it runs in; ``runService()`` makes one that SIGTERM and SIGINT stop),
+    /// then drains: readiness answers `draining`, the server answers what it has read and closes its connections, the
+    /// workers record the batch in flight, and the store closes last.
+    ///
+    /// - Throws: ``RelayStartError``.
+    public func run() async throws {
+        do {
+            try await ServiceGroup(configuration: .init(services: self.services, logger: self.logger)).run()
+        } catch {
+            await self.close()
+            if let error = error as? RelayStartError { throw error }
+            let message =
+                switch error {
+                case let error as RelayError: error.message
+                case let error as APNsError: error.message
+                default: "\(error); fix the cause above and start it again"
+                }
+            throw RelayStartError(.setup, RelayError(.configuration, message))
+        }
+        // The server has answered every request it read; connections it was still closing go before the process.
+        await self.connections.waitUntilClosed(timeout: .seconds(5))
+        await self.close()
+        self.logger.notice("e2ee-relay stopped; queued pushes stay in the store")
+    }
+
+    /// Runs the relay until SIGTERM or SIGINT, then drains (as the Hummingbird template's `runService`).
+    public func runService() async throws {
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [self],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: self.logger
+            )
+        )
+        try await group.run()
+    }
+}
+
+/// Builds the relay `options` describe (docs/RELAY.md): checks TLS and the APNs key, opens the store (SQLite: opened
+/// and migrated here; PostgreSQL: one connection tried here, migrated once its client runs), makes the APNs clients,
+/// the API service, the delivery workers, the HTTPS server, the metrics listener and the certificate reloader.
+///
+/// - Throws: ``RelayStartError``; nothing is left open when it throws.
+public func buildApplication(_ options: ServeOptions, logger: Logger) async throws(RelayStartError) -> RelayApp {
+    let files: RelayTLS.Files?
+    var configuration: RelayConfiguration
+    let key: APNsSigningKey
+    do throws(RelayError) {
+        let server: TLSConfiguration
+        if let directory = options.selfSignedTLSDir {
+            files = nil
+            server = try RelayTLS.selfSigned(directory: directory).0
+        } else {
+            let pair = try RelayTLS.Files(certificatePath: options.tlsCert ?? "", keyPath: options.tlsKey ?? "")
+            files = pair
+            server = pair.configuration
+        }
+        configuration = RelayConfiguration(database: .init(argument: options.database), tls: server)
+        do throws(APNsError) {
+            if let path = options.apnsKeyFile {
+                key = try APNsSigningKey.load(path: path)
+            } else {
+                key = try APNsSigningKey.load()
+            }
+        } catch {
+            throw RelayError(.configuration, error.message)
+        }
+    } catch {
+        throw RelayStartError(.setup, error)
+    }
+    configuration.host = options.host
+    configuration.port = options.port
+    configuration.portFile = options.portFile
+    configuration.policy.recipientRatePerMinute = options.recipientRate
+    configuration.policy.recipientBurst = max(16, options.recipientRate / 2)
+    configuration.policy.tokenRatePerMinute = options.tokenRate
+    configuration.policy.tokenBurst = max(16, options.tokenRate / 2)
+    configuration.policy.topics = Set(options.apnsTopics)
+    configuration.delivery.workers = options.workers
+    configuration.delivery.lease = .seconds(options.leaseSeconds)
+    configuration.delivery.topics = Set(options.apnsTopics)
+    configuration.connections = options.connections
+    if let port = options.metricsPort { configuration.metricsListener = (options.metricsHost ?? "127.0.0.1", port) }
+
+    // The store before any listener: a locked or unreachable database stops the start here.
+    let store: any RelayStore
+    var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+    var startup: (@Sendable () async throws -> Void)?
+    let closeStore: @Sendable () async -> Void
+    do throws(RelayError) {
+        switch configuration.database {
+        case .sqlite(let path):
+            let sqlite = try SQLiteRelayStore(path: path)
+            do throws(RelayError) { try await sqlite.migrate() } catch {
+                await sqlite.close()
+                throw error
+            }
+            store = sqlite
+            closeStore = { await sqlite.close() }
+        case .postgres(let url):
+            let postgres = try await PostgresRelayStore.connect(url: url, logger: logger)
+            store = postgres
+            // The pool is a service of the relay's group, first in it so that the group stops it last, once the
+            // server and the workers have drained. Waiting for it to answer and migrating need it running, so
+            // they cannot happen here: they are the first step of the application's service (below), which
+            // starts its server and its workers only after them; their failure ends the group with this step's
+            // error, and the executable exits as it did when the store opened before everything else.
+            services.append(.init(service: postgres.clientService))
+            closeStore = {}
+            startup = {
+                do throws(RelayError) {
+                    try await postgres.waitUntilAnswering()
+                    try await postgres.migrate()
+                } catch {
+                    throw RelayStartError(.store, error)
+                }
+            }
+        }
+    } catch {
+        throw RelayStartError(.store, error)
+    }
+
+    var clients: [APNsClient] = []
+    do {
+        var byEnvironment: [String: APNsClient] = [:]
+        func client(_ environment: APNsEndpoint) throws -> APNsClient {
+            APNsClient(
+                configuration: try APNsClientConfiguration(
+                    environment: environment,
+                    keyID: options.apnsKeyID,
+                    teamID: options.apnsTeamID,
+                    signingKey: key,
+                    streamTimeout: .seconds(options.apnsStreamTimeout),
+                    connectTimeout: .seconds(options.apnsConnectTimeout),
+                    retryPolicy: .never
+                ),
+                logger: logger
+            )
+        }
+        if let url = options.apnsURL {
+            let one = try client(.custom(baseURL: url, trustedCAPEMPath: options.apnsCA))
+            clients.append(one)
+            byEnvironment = ["production": one, "development": one]
+        } else {
+            for name in Set(options.apnsEnvironments) {
+                let one = try client(name == "production" ? .production : .development)
+                clients.append(one)
+                byEnvironment[name] = one
+            }
+        }
+        configuration.policy.environments = Set(byEnvironment.keys)
+
+        let connections = ConnectionTracker(limits: configuration.connections)
+        let metrics = RelayMetrics(connections: connections)
+        let service = try RelayService(store: store, metrics: metrics, policy: configuration.policy, logger: logger)
+        let delivery = DeliveryService(
+            store: store,
+            clients: byEnvironment,
+            metrics: metrics,
+            configuration: configuration.delivery,
+            logger: logger
+        )
+        let application = try RelayApplication.make(
+            service: service,
+            delivery: delivery,
+            configuration: configuration,
+            connections: connections,
+            logger: logger
+        )
+        services.append(.init(service: AfterStartup(startup: startup, base: application)))
+        if let files { services.append(.init(service: CertificateReloader(files: files, logger: logger))) }
+        // Last, so that it hears of a shutdown first (a group stops its services in reverse order).
+        services.append(.init(service: DrainingNotice(service: service)))
+        logger.notice("\(RelayServe.startLine(options, environments: byEnvironment.keys.sorted()))")
+        let apns = clients
+        return RelayApp(
+            application: application,
+            services: services,
+            connections: connections,
+            close: {
+                for client in apns { await client.shutdown() }
+                await closeStore()
+            },
+            logger: logger
+        )
+    } catch {
+        for client in clients { await client.shutdown() }
+        await closeStore()
+        let message =
+            switch error {
+            case let error as RelayError: error.message
+            case let error as APNsError: error.message
+            default: "\(error); fix the cause above and start it again"
+            }
+        throw RelayStartError(.setup, RelayError(.configuration, message))
+    }
+}
+
+/// Runs `startup` (when there is one), then `base`: the store's startup before the application's server and workers.
+private struct AfterStartup<Base: Service>: Service {
+    let startup: (@Sendable () async throws -> Void)?
+    let base: Base
+
+    func run() async throws {
+        try await self.startup?()
+        try await self.base.run()
+    }
+}
