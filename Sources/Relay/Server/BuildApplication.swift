@@ -24,6 +24,17 @@ public struct RelayStartError: Error, Sendable {
         self.step = step
         self.error = error
     }
+
+    /// A failure of a step other than the store's, with the message of the error that stopped the relay.
+    static func setup(_ error: any Error) -> Self {
+        let message =
+            switch error {
+            case let error as RelayError: error.message
+            case let error as APNsError: error.message
+            default: "\(error); fix the cause above and start it again"
+            }
+        return Self(.setup, RelayError(.configuration, message))
+    }
 }
 
 /// The relay that `e2ee-relay serve` runs, built by ``buildApplication(_:logger:)``: the Hummingbird application and
@@ -50,13 +61,7 @@ public struct RelayApp: Service {
         } catch {
             await self.close()
             if let error = error as? RelayStartError { throw error }
-            let message =
-                switch error {
-                case let error as RelayError: error.message
-                case let error as APNsError: error.message
-                default: "\(error); fix the cause above and start it again"
-                }
-            throw RelayStartError(.setup, RelayError(.configuration, message))
+            throw RelayStartError.setup(error)
         }
         // The server has answered every request it read; connections it was still closing go before the process.
         await self.connections.waitUntilClosed(timeout: .seconds(5))
@@ -227,13 +232,7 @@ public func buildApplication(_ options: ServeOptions, logger: Logger) async thro
     } catch {
         for client in clients { await client.shutdown() }
         await closeStore()
-        let message =
-            switch error {
-            case let error as RelayError: error.message
-            case let error as APNsError: error.message
-            default: "\(error); fix the cause above and start it again"
-            }
-        throw RelayStartError(.setup, RelayError(.configuration, message))
+        throw RelayStartError.setup(error)
     }
 }
 
