@@ -1,6 +1,7 @@
 /// RFC 9180 Hybrid Public Key Encryption on libsodium, for the classical suite (``CryptoSuite/classical``):
 /// DHKEM(X25519, HKDF-SHA256) / HKDF-SHA256 / ChaCha20-Poly1305 (kem 0x0020, kdf 0x0001, aead 0x0003). Its ids and
-/// `Nenc` are the suite's; other suites have primitives of their own (``SuitePrimitive``).
+/// `Nenc` are the suite's; other suites have primitives of their own (``SuitePrimitive``), and those on HKDF-SHA256
+/// (the X-Wing suite) run this key schedule (``keySchedule``) with their own suite_id.
 ///
 /// Built only on libsodium primitives (X25519, HMAC-SHA256 for HKDF, ChaCha20-Poly1305-IETF). All four modes
 /// are supported (base, psk, auth, auth_psk), single-shot and through contexts, plus the secret export interface.
