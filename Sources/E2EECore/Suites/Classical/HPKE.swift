@@ -1,6 +1,7 @@
 /// RFC 9180 Hybrid Public Key Encryption on libsodium, for the classical suite (``CryptoSuite/classical``):
 /// DHKEM(X25519, HKDF-SHA256) / HKDF-SHA256 / ChaCha20-Poly1305 (kem 0x0020, kdf 0x0001, aead 0x0003). Its ids and
-/// `Nenc` are the suite's; other suites have primitives of their own (``SuitePrimitive``).
+/// `Nenc` are the suite's; other suites have primitives of their own (``SuitePrimitive``), and those on HKDF-SHA256
+/// (the X-Wing suite) run this key schedule (``keySchedule``) with their own suite_id.
 ///
 /// Built only on libsodium primitives (X25519, HMAC-SHA256 for HKDF, ChaCha20-Poly1305-IETF). All four modes
 /// are supported (base, psk, auth, auth_psk), single-shot and through contexts, plus the secret export interface.
@@ -34,9 +35,14 @@ public enum HPKE: Sendable {
 
     /// "KEM" || I2OSP(kem_id, 2)
     static let kemSuiteID: [UInt8] = Array("KEM".utf8) + i2osp(suite.kemID)
-    /// "HPKE" || I2OSP(kem_id, 2) || I2OSP(kdf_id, 2) || I2OSP(aead_id, 2)
-    static let hpkeSuiteID: [UInt8] =
+    /// This suite's key schedule suite_id (``hpkeSuiteID(of:)``).
+    static let hpkeSuiteID: [UInt8] = hpkeSuiteID(of: suite)
+
+    /// "HPKE" || I2OSP(kem_id, 2) || I2OSP(kdf_id, 2) || I2OSP(aead_id, 2): the suite_id of the key schedule
+    /// (RFC 9180 5.1). Any suite whose KDF is HKDF-SHA256 runs its key schedule through ``keySchedule`` with its own.
+    static func hpkeSuiteID(of suite: CryptoSuite) -> [UInt8] {
         Array("HPKE".utf8) + i2osp(suite.kemID) + i2osp(suite.kdfID) + i2osp(suite.aeadID)
+    }
     private static let version: [UInt8] = Array("HPKE-v1".utf8)
 
     static func i2osp(_ value: UInt16) -> [UInt8] { [UInt8(value >> 8), UInt8(value & 0xff)] }
@@ -52,7 +58,11 @@ public enum HPKE: Sendable {
             ikm.withUnsafeBytes { i in
                 var ikmCopy = Array(i)
                 defer { secureWipe(&ikmCopy) }
-                return Primitives.hkdfExtract(salt: Array(s), ikm: [version, suite, Array(label.utf8), ikmCopy])
+                let parts = [version, suite, Array(label.utf8), ikmCopy]
+                // The salt (a shared secret) keys the HMAC straight from its secure buffer: an array copy of it
+                // would outlive the call unwiped. An empty salt is HKDF's 32 zero bytes.
+                guard s.count > 0 else { return Primitives.hkdfExtract(salt: [], ikm: parts) }
+                return Primitives.hmacSHA256(key: s, parts: parts)
             }
         }
     }
@@ -123,11 +133,17 @@ public enum HPKE: Sendable {
 
     // MARK: key schedule (RFC 9180 5.1)
 
+    /// KeySchedule<ROLE>(mode, shared_secret, info, psk, psk_id) with HKDF-SHA256. `suiteID`, `keyLength` (Nk) and
+    /// `nonceLength` (Nn) default to this suite's; another suite on HKDF-SHA256 passes its own
+    /// (``hpkeSuiteID(of:)``), so every suite shares this one implementation.
     static func keySchedule(
         mode: Mode,
         sharedSecret: SecureBytes,
         info: [UInt8],
-        psk: PreSharedKey?
+        psk: PreSharedKey?,
+        suiteID: [UInt8] = hpkeSuiteID,
+        keyLength: Int = nk,
+        nonceLength: Int = nn
     ) throws(E2EEError) -> KeySchedule {
         let pskID = psk?.id ?? []
         let pskKey = psk?.key ?? SecureBytes(copying: [])
@@ -144,22 +160,22 @@ public enum HPKE: Sendable {
             )
         }
 
-        let pskIDHash = labeledExtract(salt: [], label: "psk_id_hash", ikm: pskID, suite: hpkeSuiteID)
-        let infoHash = labeledExtract(salt: [], label: "info_hash", ikm: info, suite: hpkeSuiteID)
+        let pskIDHash = labeledExtract(salt: [], label: "psk_id_hash", ikm: pskID, suite: suiteID)
+        let infoHash = labeledExtract(salt: [], label: "info_hash", ikm: info, suite: suiteID)
         var context = [mode.rawValue]
         pskIDHash.withUnsafeBytes { context += $0 }
         infoHash.withUnsafeBytes { context += $0 }
 
-        let secret = labeledExtract(salt: sharedSecret, label: "secret", ikm: pskKey, suite: hpkeSuiteID)
-        let key = try labeledExpand(prk: secret, label: "key", info: context, length: nk, suite: hpkeSuiteID)
+        let secret = labeledExtract(salt: sharedSecret, label: "secret", ikm: pskKey, suite: suiteID)
+        let key = try labeledExpand(prk: secret, label: "key", info: context, length: keyLength, suite: suiteID)
         let baseNonce = try labeledExpand(
             prk: secret,
             label: "base_nonce",
             info: context,
-            length: nn,
-            suite: hpkeSuiteID
+            length: nonceLength,
+            suite: suiteID
         )
-        let exporter = try labeledExpand(prk: secret, label: "exp", info: context, length: nh, suite: hpkeSuiteID)
+        let exporter = try labeledExpand(prk: secret, label: "exp", info: context, length: nh, suite: suiteID)
         return KeySchedule(key: key, baseNonce: baseNonce.withUnsafeBytes { Array($0) }, exporterSecret: exporter)
     }
 

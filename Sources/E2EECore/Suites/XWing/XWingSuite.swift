@@ -1,4 +1,5 @@
-// The X-Wing suite on swift-crypto's HPKE (on Apple platforms, CryptoKit's, from iOS 26 and macOS 26).
+// The X-Wing suite: swift-crypto's X-Wing KEM and AES-256-GCM (on Apple platforms, CryptoKit's, from iOS 26 and
+// macOS 26) under the project's RFC 9180 key schedule.
 import Crypto
 
 #if canImport(FoundationEssentials)
@@ -26,7 +27,8 @@ extension CryptoSuite {
     )
 }
 
-/// The X-Wing suite's HPKE: swift-crypto's `HPKE.Ciphersuite.XWingMLKEM768X25519_SHA256_AES_GCM_256`.
+/// The X-Wing suite's HPKE (the bytes of swift-crypto's `HPKE.Ciphersuite.XWingMLKEM768X25519_SHA256_AES_GCM_256`):
+/// swift-crypto's X-Wing KEM and AES-256-GCM, and the RFC 9180 key schedule the classical suite runs (``HPKE``).
 ///
 /// swift-crypto encapsulates only with fresh randomness, so this suite cannot seal deterministically: its byte-exact
 /// vectors come from the independent implementation (docs/PROTOCOL.md §13).
@@ -64,22 +66,27 @@ struct XWingSuitePrimitive: SuitePrimitive {
         guard #available(macOS 26.0, iOS 26.0, watchOS 26.0, tvOS 26.0, visionOS 26.0, *) else {
             throw Self.unavailable()
         }
-        var sender: Crypto.HPKE.Sender
+        let encapsulation: KEM.EncapsulationResult
         do {
-            let recipient = try XWingMLKEM768X25519.PublicKey(rawRepresentation: publicKey)
-            sender = try Crypto.HPKE.Sender(
-                recipientKey: recipient,
-                ciphersuite: .XWingMLKEM768X25519_SHA256_AES_GCM_256,
-                info: Data(info)
-            )
+            encapsulation = try XWingMLKEM768X25519.PublicKey(rawRepresentation: publicKey).encapsulate()
         } catch {
             throw E2EEError(.invalidKey, "the X-Wing device key cannot be encapsulated to (not a valid public key)")
         }
-        let enc = Array(sender.encapsulatedKey)
+        let enc = Array(encapsulation.encapsulated)
+        let schedule = try Self.keySchedule(sharedSecret: encapsulation.sharedSecret, info: info)
         var (aad, padded) = try plaintext(enc)
         defer { secureWipe(&padded) }
         do {
-            return (enc, Array(try sender.seal(padded, authenticating: aad)))
+            let box = try AES.GCM.seal(
+                padded,
+                using: Self.aeadKey(schedule),
+                nonce: AES.GCM.Nonce(data: schedule.baseNonce),
+                authenticating: aad
+            )
+            // HPKE's ciphertext is the AEAD's ciphertext || tag (the nonce is the schedule's, never sent).
+            var ciphertext = Array(box.ciphertext)
+            ciphertext.append(contentsOf: box.tag)
+            return (enc, ciphertext)
         } catch {
             throw E2EEError(.cryptoFailure, "AES-256-GCM sealing failed")
         }
@@ -94,23 +101,61 @@ struct XWingSuitePrimitive: SuitePrimitive {
     ) throws(E2EEError) -> SecureBytes {
         guard #available(macOS 26.0, iOS 26.0, watchOS 26.0, tvOS 26.0, visionOS 26.0, *),
             let key = privateKey.expanded as? XWingMLKEM768X25519.PrivateKey,
-            encapsulatedKey.count == CryptoSuite.xwing.encapsulatedKeyLength
+            encapsulatedKey.count == CryptoSuite.xwing.encapsulatedKeyLength,
+            ciphertext.count >= CryptoSuite.xwing.tagLength
         else { throw E2EEError.openFailed() }
+        // X-Wing decapsulation never fails on a well-sized `enc` (implicit rejection): a wrong or altered one
+        // gives another key, and AES-GCM refuses. Every failure is the one code.
         do {
-            var recipient = try Crypto.HPKE.Recipient(
-                privateKey: key,
-                ciphersuite: .XWingMLKEM768X25519_SHA256_AES_GCM_256,
-                info: Data(info),
-                encapsulatedKey: Data(encapsulatedKey)
+            let schedule = try Self.keySchedule(
+                sharedSecret: try key.decapsulate(Data(encapsulatedKey)),
+                info: info
             )
-            var plaintext = try recipient.open(ciphertext, authenticating: aad)
+            let tagStart = ciphertext.count - CryptoSuite.xwing.tagLength
+            let box = try AES.GCM.SealedBox(
+                nonce: AES.GCM.Nonce(data: schedule.baseNonce),
+                ciphertext: ciphertext[..<tagStart],
+                tag: ciphertext[tagStart...]
+            )
+            var plaintext = try AES.GCM.open(box, using: Self.aeadKey(schedule), authenticating: aad)
             defer { plaintext.resetBytes(in: plaintext.startIndex..<plaintext.endIndex) }
-            return SecureBytes(copying: plaintext)
+            return plaintext.withUnsafeBytes { p in
+                SecureBytes(count: p.count) { $0.copyMemory(from: p) }
+            }
         } catch {
-            // X-Wing decapsulation never fails on a well-sized `enc` (implicit rejection): a wrong or altered one
-            // gives another key, and AES-GCM refuses. Every failure is the one code.
             throw E2EEError.openFailed()
         }
+    }
+
+    /// "HPKE" || 0x647a || 0x0001 || 0x0002.
+    private static let suiteID = HPKE.hpkeSuiteID(of: .xwing)
+    /// AES-256-GCM's Nk and Nn (RFC 9180 7.3).
+    private static let keyLength = 32
+    private static let nonceLength = 12
+
+    /// KeySchedule in mode_base on the project's HKDF-SHA256 (the classical suite's, with this suite's ids and
+    /// AEAD sizes) rather than swift-crypto's HPKE: the library's own schedule allocates enough to cost more than
+    /// the whole open may add to its floor (decapsulation + AES-GCM). The KEM's shared secret goes straight from
+    /// the library's key (which wipes itself) to a secure buffer.
+    private static func keySchedule(sharedSecret: SymmetricKey, info: [UInt8]) throws(E2EEError) -> HPKE.KeySchedule {
+        let secret = sharedSecret.withUnsafeBytes { s in
+            SecureBytes(count: s.count) { $0.copyMemory(from: s) }
+        }
+        return try HPKE.keySchedule(
+            mode: .base,
+            sharedSecret: secret,
+            info: info,
+            psk: nil,
+            suiteID: suiteID,
+            keyLength: keyLength,
+            nonceLength: nonceLength
+        )
+    }
+
+    /// The schedule's key as swift-crypto's AES key (a `SymmetricKey` keeps its bytes in a buffer it wipes). The
+    /// first message's nonce is `base_nonce` itself (sequence 0, RFC 9180 5.2).
+    private static func aeadKey(_ schedule: HPKE.KeySchedule) -> SymmetricKey {
+        schedule.key.withUnsafeBytes { SymmetricKey(data: $0) }
     }
 
     private static func unavailable() -> E2EEError {
