@@ -1,7 +1,6 @@
 import Foundation
 public import Logging
 import RelayClient
-public import Sender
 public import ServiceLifecycle
 import Synchronization
 
@@ -70,26 +69,6 @@ public final class DeliveryService: Service, Sendable {
         self.configuration = configuration
         self.now = now
         self.logger = logger
-    }
-
-    /// Delivers through an ``APNsDeliverer`` of `clients`: one APNs client per environment name (`production`,
-    /// `development`); one client may serve both.
-    public convenience init(
-        store: any RelayStore,
-        clients: [String: APNsClient],
-        metrics: RelayMetrics,
-        configuration: Configuration,
-        now: @escaping @Sendable () -> Int64 = { RelayClock.nowMs() },
-        logger: Logger
-    ) {
-        self.init(
-            store: store,
-            deliverer: APNsDeliverer(clients: clients),
-            metrics: metrics,
-            configuration: configuration,
-            now: now,
-            logger: logger
-        )
     }
 
     /// `<host>-<pid>-<random>`.
@@ -215,7 +194,7 @@ public final class DeliveryService: Service, Sendable {
     struct Settled: Sendable {
         var push: LeasedPush
         var outcome: PushOutcome
-        /// The metrics label: APNs' status, or `local-<outcome>`.
+        /// The metrics label: the service's status (APNs' `200`, `410`), or `local-<outcome>`.
         var status: String
     }
 
@@ -271,7 +250,7 @@ public final class DeliveryService: Service, Sendable {
     /// Records a batch's outcomes in one transaction and counts them.
     ///
     /// While the store cannot write (PostgreSQL down, a full disk) the outcomes are kept and recording is retried
-    /// until the lease ends: pushes APNs already took are not sent again. Only after the lease (or on shutdown) are
+    /// until the lease ends: pushes the push service already took are not sent again. Only after the lease (or on shutdown) are
     /// they left to be leased again, so delivery stays at least once.
     private func record(_ settled: [Settled], leaseEnds: ContinuousClock.Instant) async {
         guard !settled.isEmpty else { return }
