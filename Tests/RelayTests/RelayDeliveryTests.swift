@@ -17,7 +17,7 @@ struct RelayDeliveryTests {
         configuration.jitter = 0
         return DeliveryService(
             store: fixture.store,
-            clients: ["development": client, "production": client],
+            deliverer: APNsDeliverer(clients: ["development": client, "production": client]),
             metrics: fixture.metrics,
             configuration: configuration,
             now: fixture.clock.closure,

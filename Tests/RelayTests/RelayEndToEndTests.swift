@@ -41,7 +41,7 @@ struct RelayEndToEndTests {
             configuration.connections = connections
             let delivery = DeliveryService(
                 store: fixture.store,
-                clients: clients,
+                deliverer: APNsDeliverer(clients: clients),
                 metrics: fixture.metrics,
                 configuration: configuration.delivery,
                 now: fixture.clock.closure,

@@ -48,7 +48,7 @@ struct RelayLoggingTests {
                     configuration.jitter = 0
                     let delivery = DeliveryService(
                         store: store,
-                        clients: ["development": client],
+                        deliverer: APNsDeliverer(clients: ["development": client]),
                         metrics: metrics,
                         configuration: configuration,
                         now: clock.closure,

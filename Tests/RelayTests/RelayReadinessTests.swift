@@ -122,7 +122,7 @@ struct RelayReadinessTests {
                     try await Self.submitOne(fixture, bob, token: token, key: "k1")
                     let delivery = DeliveryService(
                         store: fixture.store,
-                        clients: ["development": apns],
+                        deliverer: APNsDeliverer(clients: ["development": apns]),
                         metrics: fixture.metrics,
                         configuration: DeliveryService.Configuration(owner: "test"),
                         now: fixture.clock.closure,
@@ -170,7 +170,7 @@ struct RelayReadinessTests {
                     try await fixture.enroll(bob, token: token)
                     let delivery = DeliveryService(
                         store: fixture.store,
-                        clients: ["development": apns],
+                        deliverer: APNsDeliverer(clients: ["development": apns]),
                         metrics: fixture.metrics,
                         configuration: DeliveryService.Configuration(owner: "test"),
                         now: fixture.clock.closure,

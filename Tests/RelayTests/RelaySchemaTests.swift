@@ -1,5 +1,7 @@
+import E2EECore
 import Foundation
 import Logging
+import PushTransport
 import Testing
 
 @testable import Relay
@@ -151,16 +153,45 @@ struct RelaySchemaTests {
             try db.execute("INSERT INTO lists VALUES ('old', x'07', 4, x'01', x'7b7d', 0)")
         }
         #expect(try Self.inspectSQLite(path).version == 0)
+        // Rows written on the old schema (the store's statements for lists and devices are the same; the queue's
+        // rows as the relay of then wrote them; the store holds the file's lock while open), then the migration.
+        if withFailedReason { try await Self.seedLegacySQLite(path, pushes: 3) }
         try await Self.withSQLiteStore(path) { store in
-            // Rows written on the old schema (the store's statements are the same), then the migration.
-            if withFailedReason { try await RelayStoreContractTests.seed(store, pushes: 3) }
             try await store.migrate()
             if !withFailedReason { try await RelayStoreContractTests.seed(store, pushes: 3) }
-            try await Self.expectSeeded(store)
+            let leased = try await Self.expectSeeded(store)
+            if withFailedReason { #expect(leased.allSatisfy { $0.envelope == Self.legacyPush.envelope }) }
         }
         let found = try Self.inspectSQLite(path)
         #expect(found.version == Self.latest && found.appID == RelaySchema.applicationID)
         #expect(found.objects == Self.expectedObjects)
+    }
+
+    /// User "u" of ``RelayStoreContractTests/seed(_:pushes:)`` and ``legacyPushes(_:blob:)`` in the unmigrated SQLite
+    /// file at `path`.
+    static func seedLegacySQLite(_ path: String, pushes: Int) async throws {
+        try await Self.withSQLiteStore(path) { try await RelayStoreContractTests.seed($0, pushes: 0) }
+        let db = try SQLiteConnection(path: path)
+        for statement in Self.legacyPushes(pushes, blob: Self.sqliteBlob) { try db.execute(statement) }
+    }
+
+    @Test("SQLite: a version-1 database's queued pushes hold their envelopes at version 2 and are delivered")
+    func sqliteVersion1QueuedPushes() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let path = folder.file("relay.sqlite")
+        do {
+            let db = try SQLiteConnection(path: path)
+            for statement in Self.legacySQLite() { try db.execute(statement) }
+            try db.execute("PRAGMA application_id = \(RelaySchema.applicationID)")
+            try db.execute("PRAGMA user_version = 1")
+        }
+        try await Self.seedLegacySQLite(path, pushes: 2)
+        try await Self.withSQLiteStore(path) { store in
+            try await store.migrate()
+            try await Self.expectDeliveredAsEnvelopes(store, count: 2)
+        }
+        #expect(try Self.inspectSQLite(path).version == Self.latest)
     }
 
     @Test("SQLite: a database of a newer relay is refused at start, saying to run that relay, and left unchanged")
@@ -258,10 +289,16 @@ struct RelaySchemaTests {
                 try await store.executeForTesting(statement)
             }
             try await store.executeForTesting("INSERT INTO lists VALUES ('old', '\\x07', 4, '\\x01', '\\x7b7d', 0)")
-            if withFailedReason { try await RelayStoreContractTests.seed(store, pushes: 3) }
+            if withFailedReason {
+                try await RelayStoreContractTests.seed(store, pushes: 0)
+                for statement in Self.legacyPushes(3, blob: Self.postgresBlob) {
+                    try await store.executeForTesting(statement)
+                }
+            }
             try await store.migrate()
             if !withFailedReason { try await RelayStoreContractTests.seed(store, pushes: 3) }
-            try await Self.expectSeeded(store)
+            let leased = try await Self.expectSeeded(store)
+            if withFailedReason { #expect(leased.allSatisfy { $0.envelope == Self.legacyPush.envelope }) }
             #expect(try await Self.postgresVersion(store) == Self.latest)
             #expect(try await Self.postgresObjects(store) == Self.expectedObjects)
         }
@@ -289,11 +326,82 @@ struct RelaySchemaTests {
         }
     }
 
+    @Test(
+        "PostgreSQL: a version-1 database's queued pushes hold their envelopes at version 2 and are delivered",
+        .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)
+    )
+    func postgresVersion1QueuedPushes() async throws {
+        try await Self.withPostgres { store in
+            for statement in Self.legacyPostgres() { try await store.executeForTesting(statement) }
+            try await store.executeForTesting(
+                "CREATE TABLE relay_schema (version BIGINT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+            try await store.executeForTesting("INSERT INTO relay_schema (version) VALUES (1)")
+            try await RelayStoreContractTests.seed(store, pushes: 0)
+            for statement in Self.legacyPushes(2, blob: Self.postgresBlob) {
+                try await store.executeForTesting(statement)
+            }
+            try await store.migrate()
+            #expect(try await Self.postgresVersion(store) == Self.latest)
+            try await Self.expectDeliveredAsEnvelopes(store, count: 2)
+        }
+    }
+
     // MARK: shared
+
+    /// A sealed push's envelope, and the APNs body the relay of version 1 queued for it.
+    static let legacyPush: (envelope: [UInt8], body: [UInt8]) = {
+        let user = try! TestUser.make("legacy", devices: ["phone"])
+        let sealed = try! user.sealText(from: user.devices[0], to: "phone")
+        return (sealed.envelope.serialized, sealed.apnsBody)
+    }()
+
+    static let sqliteBlob: @Sendable ([UInt8]) -> String = { "x'\(Hex.encode($0))'" }
+    static let postgresBlob: @Sendable ([UInt8]) -> String = { "'\\x\(Hex.encode($0))'" }
+
+    /// The queue's rows as the relay of version 1 wrote them, for user "u" of
+    /// ``RelayStoreContractTests/seed(_:pushes:)``: `count` queued pushes holding ``legacyPush``'s APNs body, and
+    /// one delivered push, its body cleared.
+    static func legacyPushes(_ count: Int, blob: ([UInt8]) -> String) -> [String] {
+        (0..<count).map { index in
+            """
+            INSERT INTO pushes (push_id, user_id, device_id, body, state, attempts, next_attempt_at_ms,
+              enqueued_at_ms, completions)
+            VALUES ('legacy-\(index)', 'u', '\(index % 2 == 0 ? "a" : "b")', \(blob(Self.legacyPush.body)), 'queued',
+              0, 0, 0, 0)
+            """
+        } + [
+            """
+            INSERT INTO pushes (push_id, user_id, device_id, body, state, attempts, next_attempt_at_ms,
+              enqueued_at_ms, completed_at_ms, apns_status, completions)
+            VALUES ('legacy-done', 'u', 'a', NULL, 'delivered', 1, 0, 0, 0, 200, 1)
+            """
+        ]
+    }
+
+    /// Delivers the queue through a recording deliverer: `count` pushes, each given as ``legacyPush``'s envelope
+    /// (which frames again into the very body version 1 queued), each then delivered.
+    static func expectDeliveredAsEnvelopes(_ store: any RelayStore, count: Int) async throws {
+        let deliverer = RecordingDeliverer { _ in
+            DeliveryReport(outcome: .delivered, status: 200, label: "200", signal: .answered)
+        }
+        let delivery = RelayDelivererTests.service(store, deliverer)
+        #expect(await delivery.runOnce() == count)
+        let given = deliverer.deliveries
+        #expect(given.map(\.pushID).sorted() == (0..<count).map { "legacy-\($0)" })
+        for push in given {
+            #expect(push.envelope == Self.legacyPush.envelope)
+            let envelope = try Envelope(parsing: push.envelope, padding: APNsAlertTransport.padding)
+            #expect(APNsAlertTransport.body(for: envelope) == Self.legacyPush.body)
+            #expect(try await store.push(push.pushID)?.state == .delivered)
+        }
+        #expect(try await store.push("legacy-done")?.state == .delivered)
+    }
 
     /// The legacy fixture's row of user "old" and the rows ``RelayStoreContractTests/seed(_:pushes:)`` wrote with 3
     /// pushes are all there.
-    static func expectSeeded(_ store: any RelayStore) async throws {
+    @discardableResult
+    static func expectSeeded(_ store: any RelayStore) async throws -> [LeasedPush] {
         let old = try #require(try await store.list(userID: "old"))
         #expect(old.listVersion == 4 && old.userSigningKey == [7] && old.digest == [1] && old.json == Array("{}".utf8))
         #expect(try await store.list(userID: "u")?.listVersion == 1)
@@ -301,5 +409,6 @@ struct RelaySchemaTests {
         #expect(try await store.counts()[.queued] == 3)
         let leased = try await store.lease(owner: "w", limit: 10, nowMs: 1, leaseMs: 100)
         #expect(leased.count == 3)
+        return leased
     }
 }

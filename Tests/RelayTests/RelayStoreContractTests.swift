@@ -464,7 +464,7 @@ struct RelayStoreContractTests {
         #expect(try await store.lease(owner: "x", limit: 10, nowMs: 999, leaseMs: 100).isEmpty)
         let leased = try await store.lease(owner: "x", limit: 10, nowMs: 1000, leaseMs: 100)
         #expect(leased.map(\.pushID) == ["p-1", "p-2"])
-        #expect(leased.map(\.body) == [[1], [2]])
+        #expect(leased.map(\.envelope) == [[1], [2]])
         #expect(leased.map(\.attempts) == [1, 1])
         #expect(leased[0].address == TestUser.address("a"))
         #expect(try await store.counts() == [.leased: 2])

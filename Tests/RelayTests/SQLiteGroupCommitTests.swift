@@ -63,7 +63,7 @@ struct SQLiteGroupCommitTests {
 
             let fresh = (1...10).map { Self.submit("k\($0)", digest: UInt8($0)) }
             var retry = fresh[0]
-            retry.pushes = retry.pushes.map { ($0.deviceID, UUID().uuidString.lowercased(), $0.body) }
+            retry.pushes = retry.pushes.map { ($0.deviceID, UUID().uuidString.lowercased(), $0.envelope) }
             let reused = Self.submit("k0", digest: 99)
             let results = try await Self.enqueueAsOneGroup(store, [fresh + [reused], [retry]])
 

@@ -334,7 +334,7 @@ public final class RelayService: Sendable {
             )
         }
         var seen = Set<String>()
-        var bodies: [[UInt8]] = []
+        var envelopes: [[UInt8]] = []
         var digest = SHA256()
         for (index, push) in request.pushes.enumerated() {
             try Identifiers.checkDeviceID(push.deviceID)
@@ -350,7 +350,8 @@ public final class RelayService: Sendable {
             } catch {
                 throw RelayError(.malformedEnvelope, "pushes[\(index)].envelope: \(error.code): \(error.message)")
             }
-            bodies.append(APNsAlertTransport.body(for: envelope))
+            // The queue keeps the envelope; the push service's deliverer frames it at delivery.
+            envelopes.append(envelope.serialized)
             digest.update(data: Array(push.deviceID.utf8) + [0] + bytes)
         }
 
@@ -409,7 +410,7 @@ public final class RelayService: Sendable {
                 userID: userID,
                 idempotencyKey: idempotencyKey,
                 requestDigest: Array(digest.finalize()),
-                pushes: zip(request.pushes, bodies).map { ($0.0.deviceID, UUID().uuidString.lowercased(), $0.1) }
+                pushes: zip(request.pushes, envelopes).map { ($0.0.deviceID, UUID().uuidString.lowercased(), $0.1) }
             ),
             nowMs: now
         )

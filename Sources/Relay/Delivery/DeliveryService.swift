@@ -1,12 +1,11 @@
 import Foundation
 public import Logging
 import RelayClient
-public import Sender
 public import ServiceLifecycle
 import Synchronization
 
-/// Delivers queued pushes to APNs: leases due rows, sends them through the Sender's ``APNsClient``, and records
-/// each outcome (docs/RELAY.md "Queue and delivery").
+/// Delivers queued pushes: leases due rows, hands them to its ``PushDeliverer`` (``APNsDeliverer``: the Sender's
+/// ``APNsClient``), and records each outcome (docs/RELAY.md "Queue and delivery").
 ///
 /// A `Service`: on graceful shutdown (SIGTERM) the workers stop leasing, finish the batch in flight and record its
 /// outcomes; the rest of the queue stays in the store.
@@ -39,7 +38,7 @@ public final class DeliveryService: Service, Sendable {
     }
 
     let store: any RelayStore
-    let clients: [String: APNsClient]
+    let deliverer: any PushDeliverer
     let metrics: RelayMetrics
     let configuration: Configuration
     let now: @Sendable () -> Int64
@@ -51,21 +50,21 @@ public final class DeliveryService: Service, Sendable {
 
     /// - Parameters:
     ///   - store: The queue.
-    ///   - clients: One APNs client per environment name (`production`, `development`); one client may serve both.
+    ///   - deliverer: What sends the pushes to their push service (``APNsDeliverer``).
     ///   - metrics: Where deliveries, retries and latencies are counted.
     ///   - configuration: Workers, leases and backoff.
     ///   - now: Milliseconds since 1970.
     ///   - logger: Gets push ids, statuses and counts; never tokens or bodies.
     public init(
         store: any RelayStore,
-        clients: [String: APNsClient],
+        deliverer: any PushDeliverer,
         metrics: RelayMetrics,
         configuration: Configuration,
         now: @escaping @Sendable () -> Int64 = { RelayClock.nowMs() },
         logger: Logger
     ) {
         self.store = store
-        self.clients = clients
+        self.deliverer = deliverer
         self.metrics = metrics
         self.configuration = configuration
         self.now = now
@@ -139,9 +138,9 @@ public final class DeliveryService: Service, Sendable {
         self.inFlight.add(batch.count, ordering: .relaxed)
         defer { self.inFlight.subtract(batch.count, ordering: .relaxed) }
 
-        // Group by client (environment); pushes without a usable address are settled without a request.
+        // Pushes without a usable address are settled without asking the deliverer.
         var settled: [Settled] = []
-        var groups: [String: [LeasedPush]] = [:]
+        var deliveries: [(push: LeasedPush, delivery: PushDelivery)] = []
         for push in batch {
             guard let address = push.address else {
                 settled.append(Settled(push: push, outcome: .removed, status: "local-no-address"))
@@ -163,26 +162,29 @@ public final class DeliveryService: Service, Sendable {
                 )
                 continue
             }
-            guard self.clients[address.environment] != nil else {
-                settled.append(
-                    Settled(
-                        push: push,
-                        outcome: .failed(status: nil, reason: "no APNs client for environment \(address.environment)"),
-                        status: "local-no-client"
+            deliveries.append(
+                (
+                    push,
+                    PushDelivery(
+                        pushID: push.pushID,
+                        address: address,
+                        envelope: push.envelope,
+                        attempt: push.attempts
                     )
                 )
-                continue
-            }
-            groups[address.environment, default: []].append(push)
+            )
         }
-        settled += await withTaskGroup(of: [Settled].self) { group in
-            for (environment, pushes) in groups {
-                guard let client = self.clients[environment] else { continue }
-                group.addTask { await self.send(pushes, with: client) }
+        if !deliveries.isEmpty {
+            let reports = await self.deliverer.deliver(deliveries.map(\.delivery))
+            for (item, report) in zip(deliveries, reports) {
+                settled.append(
+                    Settled(
+                        push: item.push,
+                        outcome: self.outcome(of: report, for: item.push, address: item.delivery.address),
+                        status: report.label
+                    )
+                )
             }
-            var all: [Settled] = []
-            for await part in group { all += part }
-            return all
         }
         await self.record(settled, leaseEnds: leaseEnds)
         return batch.count
@@ -192,95 +194,46 @@ public final class DeliveryService: Service, Sendable {
     struct Settled: Sendable {
         var push: LeasedPush
         var outcome: PushOutcome
-        /// The metrics label: APNs' status, or `local-<outcome>`.
+        /// The metrics label: the service's status (APNs' `200`, `410`), or `local-<outcome>`.
         var status: String
     }
 
-    private func send(_ pushes: [LeasedPush], with client: APNsClient) async -> [Settled] {
-        var requests: [APNsRequest] = []
-        for push in pushes {
-            // The database is the truth about a token: a token registered again after a 410 is live again.
-            let token = push.address?.deviceToken ?? ""
-            if await client.tokenRegistry.isInactive(token) { await client.tokenRegistry.reactivate(token) }
-            requests.append(
-                APNsRequest(
-                    deviceToken: token,
-                    headers: PushBuilder.uniformHeaders(
-                        topic: push.address?.topic ?? "",
-                        apnsID: UUID(uuidString: push.pushID) ?? UUID()
-                    ),
-                    body: String(decoding: push.body, as: UTF8.self)
-                )
-            )
-        }
-        let results = await client.send(requests)
-        return zip(pushes, results).map { push, result in
-            let (outcome, label) = self.outcome(of: result, for: push)
-            return Settled(push: push, outcome: outcome, status: label)
-        }
-    }
-
-    /// APNs' reasons that refuse a push address for good: the address is marked failed (docs/RELAY.md "Queue and
-    /// delivery").
-    static let addressRefusals: Set<String> = [
-        "BadDeviceToken", "DeviceTokenNotForTopic", "TopicDisallowed", "BadTopic",
-    ]
-
-    func outcome(of result: APNsResult, for push: LeasedPush) -> (PushOutcome, String) {
+    /// What the queue records for a deliverer's report, and what readiness learns from it.
+    func outcome(of report: DeliveryReport, for push: LeasedPush, address: PushAddress) -> PushOutcome {
         let now = self.now()
-        if let status = result.status {
-            let reason = result.reason?.rawValue
-            switch status {
-            case 200:
-                self.health.record(.worked, atMs: now)
-                return (.delivered(status: 200), "200")
-            case 410:
-                self.health.record(.worked, atMs: now)
-                return (.unregistered(atMs: result.timestamp ?? now, deviceToken: result.deviceToken), "410")
-            case 400 where reason.map(Self.addressRefusals.contains) == true:
-                self.health.record(.worked, atMs: now)
-                return (
-                    .addressRefused(atMs: now, deviceToken: result.deviceToken, status: 400, reason: reason ?? ""),
-                    "400"
-                )
-            case 403:
-                // The relay's key or team (InvalidProviderToken, BadEnvironmentKeyIdInToken, ...), not the push: it
-                // waits, with backoff, for a relay whose key works; readiness says why meanwhile.
-                self.health.record(
-                    .refused("403 \(reason ?? "Forbidden"): check --apns-key-file, --apns-key-id and --apns-team-id"),
-                    atMs: now
-                )
-                return (self.retryOrGiveUp(push, status: status, reason: reason, now: now), "403")
-            case _ where RetryPolicy.isRetryable(status: status):
-                self.health.record(.refused("\(status) \(reason ?? "")"), atMs: now)
-                return (self.retryOrGiveUp(push, status: status, reason: reason, now: now), "\(status)")
-            default:
-                self.health.record(.worked, atMs: now)
-                return (.failed(status: status, reason: reason ?? "status \(status)"), "\(status)")
-            }
+        switch report.signal {
+        case .answered: self.health.record(.worked, atMs: now)
+        case .refused(let message): self.health.record(.refused(message), atMs: now)
+        case .unreachable(let message): self.health.record(.unreachable(message), atMs: now)
+        case .notAsked: break
         }
-        let local = result.localOutcome
-        let label = "local-\(local?.code ?? "unknown")"
-        switch local?.code {
-        case "tokenInactive":
-            return (.unregistered(atMs: now, deviceToken: result.deviceToken), label)
-        case "invalidDeviceToken":
-            return (.failed(status: nil, reason: "invalid device token"), label)
-        case "clientShutdown", "cancelled", nil:
-            return (self.retryOrGiveUp(push, status: nil, reason: local?.code, now: now), label)
-        default:
-            // Timeouts, broken connections, an untrusted certificate: the push may or may not have arrived (a timeout),
-            // or could not be sent; it is sent again after a backoff.
-            self.health.record(.unreachable(local?.message ?? "no answer"), atMs: now)
-            return (self.retryOrGiveUp(push, status: nil, reason: local?.code, now: now), label)
+        switch report.outcome {
+        case .delivered:
+            return .delivered(status: report.status)
+        case .unregistered(let sinceMs):
+            return .unregistered(atMs: sinceMs ?? now, deviceToken: address.deviceToken)
+        case .addressRefused(let reason):
+            return .addressRefused(atMs: now, deviceToken: address.deviceToken, status: report.status, reason: reason)
+        case .rejected(let reason):
+            return .failed(status: report.status, reason: reason)
+        case .retryLater(let reason, let retryAfterMs):
+            return self.retryOrGiveUp(push, status: report.status, reason: reason, retryAfterMs: retryAfterMs, now: now)
         }
     }
 
-    private func retryOrGiveUp(_ push: LeasedPush, status: Int?, reason: String?, now: Int64) -> PushOutcome {
+    private func retryOrGiveUp(
+        _ push: LeasedPush,
+        status: Int?,
+        reason: String?,
+        retryAfterMs: Int64?,
+        now: Int64
+    ) -> PushOutcome {
         guard push.attempts < self.configuration.maxAttempts else {
             return .failed(status: status, reason: "gave up after \(push.attempts) attempts (\(reason ?? "no answer"))")
         }
-        return .retry(retryAtMs: now + self.backoffMs(beforeRetry: push.attempts), status: status, reason: reason)
+        // The relay's backoff, or longer when the service asked for a longer wait.
+        let delay = max(self.backoffMs(beforeRetry: push.attempts), retryAfterMs ?? 0)
+        return .retry(retryAtMs: now + delay, status: status, reason: reason)
     }
 
     /// The delay before retry `n` (1-based), in ms, with jitter.
@@ -297,7 +250,7 @@ public final class DeliveryService: Service, Sendable {
     /// Records a batch's outcomes in one transaction and counts them.
     ///
     /// While the store cannot write (PostgreSQL down, a full disk) the outcomes are kept and recording is retried
-    /// until the lease ends: pushes APNs already took are not sent again. Only after the lease (or on shutdown) are
+    /// until the lease ends: pushes the push service already took are not sent again. Only after the lease (or on shutdown) are
     /// they left to be leased again, so delivery stays at least once.
     private func record(_ settled: [Settled], leaseEnds: ContinuousClock.Instant) async {
         guard !settled.isEmpty else { return }

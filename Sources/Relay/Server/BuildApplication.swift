@@ -201,7 +201,7 @@ public func buildApplication(_ options: ServeOptions, logger: Logger) async thro
         let service = try RelayService(store: store, metrics: metrics, policy: configuration.policy, logger: logger)
         let delivery = DeliveryService(
             store: store,
-            clients: byEnvironment,
+            deliverer: APNsDeliverer(clients: byEnvironment),
             metrics: metrics,
             configuration: configuration.delivery,
             logger: logger

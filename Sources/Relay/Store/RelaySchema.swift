@@ -1,3 +1,4 @@
+import PushTransport
 import RelayClient
 
 /// The relay's schema (docs/RELAY.md "Storage"): one ordered list of migrations for both stores, each with its
@@ -32,6 +33,9 @@ enum RelaySchema {
         /// Adds a column unless the table has it (PostgreSQL's `ADD COLUMN IF NOT EXISTS`; SQLite has no such
         /// clause, its store looks first). Only version 1 needs it: later migrations run exactly once.
         case addColumnIfMissing(table: String, column: String, definition: String)
+        /// Replaces each APNs body in `pushes.envelope` by the envelope it carries (``envelope(fromAPNsBody:)``):
+        /// rows read and rewritten by the store, as SQL cannot parse the body.
+        case unframeQueuedAPNsBodies
     }
 
     /// One version of the schema: what turns the version before it into this one.
@@ -117,8 +121,32 @@ enum RelaySchema {
                     "CREATE INDEX IF NOT EXISTS pushes_leased_due ON pushes (lease_expires_at_ms, seq) WHERE state = 'leased'"
                 ),
             ]
-        }
+        },
+        // Version 2: the queue holds envelopes, not APNs bodies; the push service's deliverer frames each at delivery
+        // (docs/RELAY.md "Queue and delivery"), so a second push service needs no second kind of row. The column is
+        // renamed, so a relay of version 1 still running against a shared PostgreSQL database fails to lease or
+        // enqueue (and says so) instead of sending envelopes to APNs as bodies.
+        //
+        // Rows already queued are converted here rather than marked with the framing they hold: the APNs body is a
+        // deterministic function of the envelope (framing the converted envelope gives back the same bytes), so the
+        // conversion loses nothing, and the deliverers then never carry a second, legacy path that would have to
+        // stay as long as a database of version 1 might be migrated.
+        Migration(version: 2) { _ in
+            [
+                .sql("ALTER TABLE pushes RENAME COLUMN body TO envelope"),
+                .unframeQueuedAPNsBodies,
+            ]
+        },
     ]
+
+    /// The envelope that the APNs body `body` (a row of version 1) carries, or nil when it carries none.
+    ///
+    /// A row that carries none (which the relay of version 1 never wrote: it framed envelopes it had checked) is
+    /// kept as it is: delivering it fails the push as a malformed envelope rather than failing the migration and the
+    /// relay's start.
+    static func envelope(fromAPNsBody body: [UInt8]) -> [UInt8]? {
+        try? APNsAlertTransport.envelope(fromBody: body).serialized
+    }
 
     /// The schema version this build writes: the last migration's.
     static var currentVersion: Int64 { migrations.last?.version ?? 0 }

@@ -131,8 +131,9 @@ public struct NewSubmit: Sendable {
     public var idempotencyKey: String
     /// SHA-256 of the canonical pushes (device ids and envelopes, in order).
     public var requestDigest: [UInt8]
-    /// (device id, new push id, APNs body) in request order.
-    public var pushes: [(deviceID: String, pushID: String, body: [UInt8])]
+    /// (device id, new push id, envelope) in request order: the envelope as submitted, which the push service's
+    /// deliverer frames at delivery.
+    public var pushes: [(deviceID: String, pushID: String, envelope: [UInt8])]
 }
 
 /// What ``RelayStore/submitContext(userID:tokenHash:)`` read.
@@ -164,7 +165,8 @@ public struct LeasedPush: Sendable, Hashable {
     public var pushID: String
     public var userID: String
     public var deviceID: String
-    public var body: [UInt8]
+    /// The envelope as submitted.
+    public var envelope: [UInt8]
     public var attempts: Int
     public var enqueuedAtMs: Int64
     /// nil when the device has no active address any more (removed, or unregistered since).
@@ -178,8 +180,8 @@ public enum PushState: String, Sendable, Hashable, CaseIterable {
 
 /// The outcome a worker records.
 public enum PushOutcome: Sendable, Hashable {
-    /// APNs answered 200.
-    case delivered(status: Int)
+    /// The push service accepted the push (`status`: its status code when it has one, APNs' 200).
+    case delivered(status: Int?)
     /// Retry at `retryAtMs` (429, 5xx, timeout, connection).
     case retry(retryAtMs: Int64, status: Int?, reason: String?)
     /// Not retried: any other APNs status, or attempts exhausted.

@@ -7,7 +7,7 @@ enum StorePolicy {
     /// How long an idempotency key is remembered.
     static let idempotencyWindowMs: Int64 = 24 * 3600 * 1000
 
-    /// How long a completed push's row (delivered, failed, unregistered, removed; its body already cleared) stays:
+    /// How long a completed push's row (delivered, failed, unregistered, removed; its envelope already cleared) stays:
     /// long past any lease, so a late second completion is still counted as a duplicate, then deleted by `purge`.
     static let completedRetentionMs: Int64 = 3600 * 1000
 
@@ -108,7 +108,7 @@ enum StorePolicy {
         var retryAtMs: Int64?
         var status: Int?
         var reason: String?
-        /// A final state: the body is cleared and the completion counted.
+        /// A final state: the envelope is cleared and the completion counted.
         var final: Bool
     }
 

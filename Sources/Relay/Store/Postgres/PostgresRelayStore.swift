@@ -327,6 +327,9 @@ public final class PostgresRelayStore: RelayStore {
                         sql = text
                     case .addColumnIfMissing(let table, let column, let definition):
                         sql = "ALTER TABLE \(table) ADD COLUMN IF NOT EXISTS \(column) \(definition)"
+                    case .unframeQueuedAPNsBodies:
+                        try await Self.unframeQueuedAPNsBodies(connection, logger: logger)
+                        continue
                     }
                     try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
                 }
@@ -338,6 +341,31 @@ public final class PostgresRelayStore: RelayStore {
             }
             if !migrated { return }
         }
+    }
+
+    /// ``RelaySchema/Statement/unframeQueuedAPNsBodies``: every stored APNs body replaced by its envelope, in one
+    /// statement.
+    private static func unframeQueuedAPNsBodies(_ connection: PostgresConnection, logger: Logger) async throws {
+        let rows = try await connection.query(
+            "SELECT seq, envelope FROM pushes WHERE envelope IS NOT NULL",
+            logger: logger
+        )
+        var seqs: [Int64] = []
+        var envelopes: [ByteBuffer] = []
+        for try await (seq, body) in rows.decode((Int64, ByteBuffer).self) {
+            guard let envelope = RelaySchema.envelope(fromAPNsBody: Self.bytes(body)) else { continue }
+            seqs.append(seq)
+            envelopes.append(ByteBuffer(bytes: envelope))
+        }
+        guard !seqs.isEmpty else { return }
+        try await connection.query(
+            """
+            UPDATE pushes p SET envelope = i.envelope
+            FROM unnest(\(seqs)::int8[], \(envelopes)::bytea[]) AS i(seq, envelope)
+            WHERE p.seq = i.seq
+            """,
+            logger: logger
+        )
     }
 
     public func ping() async throws(RelayError) {
@@ -469,7 +497,7 @@ public final class PostgresRelayStore: RelayStore {
         )
         try await connection.query(
             """
-            UPDATE pushes SET state = 'removed', body = NULL, completed_at_ms = \(nowMs), lease_owner = NULL,
+            UPDATE pushes SET state = 'removed', envelope = NULL, completed_at_ms = \(nowMs), lease_owner = NULL,
               lease_expires_at_ms = NULL
             WHERE user_id = \(userID) AND device_id = \(deviceID) AND state IN ('queued', 'leased')
             """,
@@ -643,10 +671,10 @@ public final class PostgresRelayStore: RelayStore {
         let logger = self.logger
         let accepted = StorePolicy.accepted(submit)
         let response = StorePolicy.encode(accepted.pushes)
-        let pushes = submit.pushes.map { Push(deviceID: $0.deviceID, pushID: $0.pushID, body: $0.body) }
+        let pushes = submit.pushes.map { Push(deviceID: $0.deviceID, pushID: $0.pushID, envelope: $0.envelope) }
         let ids = pushes.map(\.pushID)
         let devices = pushes.map(\.deviceID)
-        let bodies = pushes.map { ByteBuffer(bytes: $0.body) }
+        let envelopes = pushes.map { ByteBuffer(bytes: $0.envelope) }
         let earlier = try await self.read("enqueue") { connection -> Earlier? in
             // One statement, so one transaction and one round trip: claim the key, and insert the pushes only if
             // the key was claimed. A concurrent submit with the same key waits on the key's row, then claims nothing.
@@ -658,11 +686,11 @@ public final class PostgresRelayStore: RelayStore {
                     \(response), \(nowMs))
                   ON CONFLICT DO NOTHING RETURNING created_at_ms),
                 inserted AS (
-                  INSERT INTO pushes (push_id, user_id, device_id, body, state, attempts, next_attempt_at_ms,
+                  INSERT INTO pushes (push_id, user_id, device_id, envelope, state, attempts, next_attempt_at_ms,
                     enqueued_at_ms, completions)
-                  SELECT i.push_id, \(submit.userID), i.device_id, i.body, 'queued', 0, \(nowMs), \(nowMs), 0
-                  FROM unnest(\(ids)::text[], \(devices)::text[], \(bodies)::bytea[]) WITH ORDINALITY
-                    AS i(push_id, device_id, body, position)
+                  SELECT i.push_id, \(submit.userID), i.device_id, i.envelope, 'queued', 0, \(nowMs), \(nowMs), 0
+                  FROM unnest(\(ids)::text[], \(devices)::text[], \(envelopes)::bytea[]) WITH ORDINALITY
+                    AS i(push_id, device_id, envelope, position)
                   WHERE EXISTS (SELECT 1 FROM claimed)
                   ORDER BY i.position
                   RETURNING 1)
@@ -706,7 +734,7 @@ public final class PostgresRelayStore: RelayStore {
     private struct Push: Sendable {
         var deviceID: String
         var pushID: String
-        var body: [UInt8]
+        var envelope: [UInt8]
     }
 
     public func lease(
@@ -725,7 +753,7 @@ public final class PostgresRelayStore: RelayStore {
                 logger: logger
             )
             var leased: [LeasedPush] = []
-            for try await (pushID, userID, deviceID, body, attempts, enqueued, token, topic, environment)
+            for try await (pushID, userID, deviceID, envelope, attempts, enqueued, token, topic, environment)
                 in rows.decode(
                     (String, String, String, ByteBuffer?, Int64, Int64, String?, String?, String?).self
                 )
@@ -739,7 +767,7 @@ public final class PostgresRelayStore: RelayStore {
                         pushID: pushID,
                         userID: userID,
                         deviceID: deviceID,
-                        body: Self.bytes(body),
+                        envelope: Self.bytes(envelope),
                         attempts: Int(attempts),
                         enqueuedAtMs: enqueued,
                         address: address
@@ -777,8 +805,8 @@ public final class PostgresRelayStore: RelayStore {
               UPDATE pushes p SET state = 'leased', lease_owner = \(owner),
                 lease_expires_at_ms = \(nowMs + leaseMs), attempts = p.attempts + 1
               FROM due WHERE p.seq = due.seq
-              RETURNING p.push_id, p.user_id, p.device_id, p.body, p.attempts, p.enqueued_at_ms, p.seq)
-            SELECT l.push_id, l.user_id, l.device_id, l.body, l.attempts, l.enqueued_at_ms,
+              RETURNING p.push_id, p.user_id, p.device_id, p.envelope, p.attempts, p.enqueued_at_ms, p.seq)
+            SELECT l.push_id, l.user_id, l.device_id, l.envelope, l.attempts, l.enqueued_at_ms,
               d.device_token, d.topic, d.environment
             FROM leased l LEFT JOIN devices d
               ON d.user_id = l.user_id AND d.device_id = l.device_id AND d.device_token IS NOT NULL
@@ -922,7 +950,7 @@ public final class PostgresRelayStore: RelayStore {
                   lease_owner = CASE WHEN i.final = 1 THEN \(owner) ELSE NULL END, lease_expires_at_ms = NULL,
                   completed_at_ms = CASE WHEN i.final = 1 THEN \(nowMs) ELSE NULL END,
                   completions = p.completions + i.final,
-                  body = CASE WHEN i.final = 1 THEN NULL ELSE p.body END
+                  envelope = CASE WHEN i.final = 1 THEN NULL ELSE p.envelope END
                 FROM unnest(\(update.ids)::text[], \(update.states)::text[], \(update.retryAt)::int8[],
                   \(update.hasRetry)::int8[], \(update.status)::int8[], \(update.hasStatus)::int8[],
                   \(update.reason)::text[], \(update.hasReason)::int8[], \(update.final)::int8[])

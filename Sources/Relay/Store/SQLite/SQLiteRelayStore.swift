@@ -180,6 +180,21 @@ public final class SQLiteRelayStore: RelayStore {
                 return try s.step()
             }
             if !has { try db.execute("ALTER TABLE \(table) ADD COLUMN \(column) \(definition)") }
+        case .unframeQueuedAPNsBodies:
+            let rows = try db.withStatement("SELECT seq, envelope FROM pushes WHERE envelope IS NOT NULL") {
+                s throws(RelayError) -> [(seq: Int64, body: [UInt8])] in
+                var rows: [(seq: Int64, body: [UInt8])] = []
+                while try s.step() { rows.append((s.int64(0), s.blob(1))) }
+                return rows
+            }
+            for row in rows {
+                guard let envelope = RelaySchema.envelope(fromAPNsBody: row.body) else { continue }
+                try db.withStatement("UPDATE pushes SET envelope = ?1 WHERE seq = ?2") { s throws(RelayError) in
+                    try s.bind(envelope, at: 1)
+                    try s.bind(row.seq, at: 2)
+                    try s.run()
+                }
+            }
         }
     }
 
@@ -316,7 +331,7 @@ public final class SQLiteRelayStore: RelayStore {
         }
         try db.withStatement(
             """
-            UPDATE pushes SET state = 'removed', body = NULL, completed_at_ms = ?3, lease_owner = NULL,
+            UPDATE pushes SET state = 'removed', envelope = NULL, completed_at_ms = ?3, lease_owner = NULL,
               lease_expires_at_ms = NULL
             WHERE user_id = ?1 AND device_id = ?2 AND state IN ('queued', 'leased')
             """
@@ -553,7 +568,7 @@ public final class SQLiteRelayStore: RelayStore {
         for push in submit.pushes {
             try db.withStatement(
                 """
-                INSERT INTO pushes (push_id, user_id, device_id, body, state, attempts, next_attempt_at_ms,
+                INSERT INTO pushes (push_id, user_id, device_id, envelope, state, attempts, next_attempt_at_ms,
                   enqueued_at_ms, completions)
                 VALUES (?1, ?2, ?3, ?4, 'queued', 0, ?5, ?5, 0)
                 """
@@ -561,7 +576,7 @@ public final class SQLiteRelayStore: RelayStore {
                 try s.bind(push.pushID, at: 1)
                 try s.bind(submit.userID, at: 2)
                 try s.bind(push.deviceID, at: 3)
-                try s.bind(push.body, at: 4)
+                try s.bind(push.envelope, at: 4)
                 try s.bind(nowMs, at: 5)
                 try s.run()
             }
@@ -609,7 +624,7 @@ public final class SQLiteRelayStore: RelayStore {
                           WHERE state = 'queued' AND next_attempt_at_ms <= ?3
                           ORDER BY next_attempt_at_ms, seq LIMIT ?4)
                         ORDER BY due, seq LIMIT ?4))
-                    RETURNING push_id, user_id, device_id, body, attempts, enqueued_at_ms
+                    RETURNING push_id, user_id, device_id, envelope, attempts, enqueued_at_ms
                     """
                 ) { s throws(RelayError) -> [LeasedPush] in
                     try s.bind(owner, at: 1)
@@ -623,7 +638,7 @@ public final class SQLiteRelayStore: RelayStore {
                                 pushID: s.text(0),
                                 userID: s.text(1),
                                 deviceID: s.text(2),
-                                body: s.blob(3),
+                                envelope: s.blob(3),
                                 attempts: Int(s.int64(4)),
                                 enqueuedAtMs: s.int64(5),
                                 address: nil
@@ -714,7 +729,7 @@ public final class SQLiteRelayStore: RelayStore {
               lease_owner = CASE WHEN ?6 = 1 THEN ?8 ELSE NULL END,
               completed_at_ms = CASE WHEN ?6 = 1 THEN ?7 ELSE NULL END,
               completions = completions + ?6,
-              body = CASE WHEN ?6 = 1 THEN NULL ELSE body END
+              envelope = CASE WHEN ?6 = 1 THEN NULL ELSE envelope END
             WHERE push_id = ?1
             """
         ) { s throws(RelayError) in

@@ -1,0 +1,185 @@
+import Foundation
+import Locking
+import Logging
+import RelayClient
+import Testing
+
+@testable import Relay
+
+/// A push service of the tests' own: records what it was given and reports the outcome `answer` chooses.
+final class RecordingDeliverer: PushDeliverer {
+    private let given = PThreadMutex<[PushDelivery]>([])
+    let answer: @Sendable (PushDelivery) -> DeliveryReport
+
+    init(_ answer: @escaping @Sendable (PushDelivery) -> DeliveryReport) {
+        self.answer = answer
+    }
+
+    /// Every push given so far, in order.
+    var deliveries: [PushDelivery] { self.given.withLock { $0 } }
+
+    func deliver(_ pushes: [PushDelivery]) async -> [DeliveryReport] {
+        self.given.withLock { $0 += pushes }
+        return pushes.map(self.answer)
+    }
+}
+
+/// ``DeliveryService`` with a deliverer that is not APNs: each typed outcome is recorded as the APNs answers it
+/// stands for are (RelayDeliveryTests drives the same through a local APNs gateway).
+@Suite("Relay delivery through a push deliverer of the tests' own")
+struct RelayDelivererTests {
+    static let devices = ["ok", "gone", "bad", "rejected", "later"]
+
+    /// A store with user "u" whose devices (``devices``) have addresses, and one push queued to each, whose envelope
+    /// is the device's index.
+    static func queue(_ store: any RelayStore) async throws -> [String: String] {
+        _ = try await store.publish(RelayStoreContractTests.list(version: 1, devices: Self.devices), nowMs: 0)
+        var pushIDs: [String: String] = [:]
+        for device in Self.devices {
+            try await store.registerPush(userID: "u", deviceID: device, address: TestUser.address(device), nowMs: 0)
+            pushIDs[device] = UUID().uuidString.lowercased()
+        }
+        _ = try await store.enqueue(
+            NewSubmit(
+                userID: "u",
+                idempotencyKey: "k",
+                requestDigest: [1],
+                pushes: Self.devices.enumerated().map { index, device in (device, pushIDs[device]!, [UInt8(index)]) }
+            ),
+            nowMs: 0
+        )
+        return pushIDs
+    }
+
+    static func service(
+        _ store: any RelayStore,
+        _ deliverer: any PushDeliverer,
+        maxAttempts: Int = 12,
+        now: @escaping @Sendable () -> Int64 = { 1000 }
+    ) -> DeliveryService {
+        var configuration = DeliveryService.Configuration(owner: "fake")
+        configuration.jitter = 0
+        configuration.maxAttempts = maxAttempts
+        return DeliveryService(
+            store: store,
+            deliverer: deliverer,
+            metrics: RelayMetrics(),
+            configuration: configuration,
+            now: now,
+            logger: Logger(label: "delivery")
+        )
+    }
+
+    /// The report the fake gives the push to `deviceID`'s address.
+    static func report(for push: PushDelivery) -> DeliveryReport {
+        switch push.address {
+        case TestUser.address("ok"):
+            DeliveryReport(outcome: .delivered, status: 200, label: "200", signal: .answered)
+        case TestUser.address("gone"):
+            DeliveryReport(outcome: .unregistered(sinceMs: 700), status: 410, label: "410", signal: .answered)
+        case TestUser.address("bad"):
+            DeliveryReport(outcome: .addressRefused(reason: "BadAddress"), status: 400, label: "400", signal: .answered)
+        case TestUser.address("rejected"):
+            DeliveryReport(outcome: .rejected(reason: "TooBig"), status: 413, label: "413", signal: .answered)
+        default:
+            DeliveryReport(
+                outcome: .retryLater(reason: "Busy", retryAfterMs: 60_000),
+                status: 429,
+                label: "429",
+                signal: .refused("429 Busy")
+            )
+        }
+    }
+
+    @Test("each outcome is recorded as its APNs counterpart: delivered, unregistered, address failed, failed, retried")
+    func outcomes() async throws {
+        try await RelayStoreContractTests.withSQLite { store in
+            let pushIDs = try await Self.queue(store)
+            let deliverer = RecordingDeliverer(Self.report(for:))
+            let delivery = Self.service(store, deliverer)
+            #expect(await delivery.runOnce() == Self.devices.count)
+
+            // The deliverer got each push's current address and its envelope as submitted.
+            let given = Dictionary(uniqueKeysWithValues: deliverer.deliveries.map { ($0.pushID, $0) })
+            for (index, device) in Self.devices.enumerated() {
+                let push = try #require(given[pushIDs[device]!])
+                #expect(push.address == TestUser.address(device))
+                #expect(push.envelope == [UInt8(index)])
+                #expect(push.attempt == 1)
+            }
+
+            func record(_ device: String) async throws -> PushRecord {
+                try #require(try await store.push(pushIDs[device]!))
+            }
+            let ok = try await record("ok")
+            #expect(ok.state == .delivered && ok.apnsStatus == 200)
+            let gone = try await record("gone")
+            #expect(gone.state == .unregistered && gone.apnsStatus == 410)
+            let bad = try await record("bad")
+            #expect(bad.state == .failed && bad.apnsStatus == 400 && bad.apnsReason == "BadAddress")
+            let rejected = try await record("rejected")
+            #expect(rejected.state == .failed && rejected.apnsStatus == 413 && rejected.apnsReason == "TooBig")
+            let later = try await record("later")
+            #expect(later.state == .queued && later.apnsStatus == 429 && later.apnsReason == "Busy")
+
+            // The addresses: the dead one unregistered since the service said, the refused one failed with its
+            // reason, the others still active.
+            let devices = Dictionary(
+                uniqueKeysWithValues: try await store.devices(userID: "u").map { ($0.deviceID, $0) }
+            )
+            #expect(devices["gone"]?.pushState == .unregistered && devices["gone"]?.unregisteredAtMs == 700)
+            #expect(devices["bad"]?.pushState == .failed && devices["bad"]?.failedReason == "BadAddress")
+            #expect(["ok", "rejected", "later"].allSatisfy { devices[$0]?.pushState == .active })
+
+            // The retry waits for the longer of the backoff (1 s) and the service's 60 s.
+            #expect(try await store.lease(owner: "x", limit: 10, nowMs: 1000 + 59_999, leaseMs: 1000).isEmpty)
+            let again = try await store.lease(owner: "x", limit: 10, nowMs: 1000 + 60_000, leaseMs: 1000)
+            #expect(again.map(\.pushID) == [pushIDs["later"]!])
+        }
+    }
+
+    @Test("a push still refused for later at its last attempt is given up, failed with the service's reason")
+    func givesUp() async throws {
+        try await RelayStoreContractTests.withSQLite { store in
+            let pushIDs = try await Self.queue(store)
+            let deliverer = RecordingDeliverer { _ in
+                DeliveryReport(
+                    outcome: .retryLater(reason: "Busy", retryAfterMs: nil),
+                    label: "local-busy",
+                    signal: .notAsked
+                )
+            }
+            #expect(await Self.service(store, deliverer, maxAttempts: 1).runOnce() == Self.devices.count)
+            let record = try #require(try await store.push(pushIDs["ok"]!))
+            #expect(record.state == .failed && record.apnsReason == "gave up after 1 attempts (Busy)")
+        }
+    }
+
+    @Test("readiness learns from the deliverer's signal: refusals of the relay's own fail it, an answer restores it")
+    func health() async throws {
+        try await RelayStoreContractTests.withSQLite { store in
+            _ = try await Self.queue(store)
+            let reachable = PThreadMutex(false)
+            let deliverer = RecordingDeliverer { push in
+                reachable.withLock { $0 }
+                    ? Self.report(for: push)
+                    : DeliveryReport(
+                        outcome: .retryLater(reason: nil, retryAfterMs: nil),
+                        label: "local-down",
+                        signal: .unreachable("down")
+                    )
+            }
+            let clock = TestClock(1000)
+            let delivery = Self.service(store, deliverer, now: clock.closure)
+            await delivery.runOnce()
+            #expect(
+                delivery.health.verdict(nowMs: clock.ms)
+                    == .apnsUnreachable("the last \(Self.devices.count) deliveries did not reach APNs: down")
+            )
+            reachable.withLock { $0 = true }
+            clock.advance(ms: 10_000)
+            #expect(await delivery.runOnce() == Self.devices.count)
+            #expect(delivery.health.verdict(nowMs: clock.ms) == .working)
+        }
+    }
+}
