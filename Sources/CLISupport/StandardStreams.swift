@@ -41,7 +41,12 @@ public enum StandardInput: Sendable {
 public enum StandardError: Sendable {
     /// Writes `text` and a newline.
     public static func writeLine(_ text: String) {
-        _ = try? FileDescriptor.standardError.writeAll(Array((text + "\n").utf8))
+        self.write(text + "\n")
+    }
+
+    /// Writes `text` whole: one call per chunk the system takes, again after an interrupted call (EINTR).
+    public static func write(_ text: String) {
+        _ = try? FileDescriptor.standardError.writeAll(Array(text.utf8))
     }
 }
 

@@ -1,12 +1,7 @@
+import CLISupport
 import Foundation
 import Locking
 public import Logging
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Writes each log record as one JSON object on a line (`--log-format json`), for log collectors:
 /// `{"level":"info","label":"e2ee-relay","message":"…","source":"Relay","time":"2026-…Z",…metadata}` with the
@@ -62,16 +57,6 @@ public struct JSONLogHandler: LogHandler {
 
     /// Writes a line to standard error whole (lines of concurrent loggers never interleave).
     public static let standardError: @Sendable (String) -> Void = { line in
-        lock.withLock { _ in
-            var bytes = Array(line.utf8)
-            var offset = 0
-            while offset < bytes.count {
-                let written = bytes.withUnsafeMutableBytes { buffer in
-                    Glibc.write(2, buffer.baseAddress! + offset, buffer.count - offset)
-                }
-                if written <= 0 { break }
-                offset += written
-            }
-        }
+        lock.withLock { _ in StandardError.write(line) }
     }
 }
