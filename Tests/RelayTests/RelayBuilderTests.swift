@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ServiceLifecycle
+import TestSupport
 import Testing
 
 @testable import Relay
@@ -10,6 +11,16 @@ import Testing
 /// names the step the executable turns into its exit status.
 @Suite("buildApplication")
 struct RelayBuilderTests {
+    /// The port the built relay listens on, once it has written its port file (up to 60 s).
+    static func listeningPort(_ options: ServeOptions) async throws -> Int {
+        for _ in 0..<600 {
+            let text = try? String(contentsOfFile: options.portFile!, encoding: .utf8)
+            if let port = text.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) { return port }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw ProcessTestError("the built relay wrote no port file in 60 s: see its log above")
+    }
+
     static func options(_ folder: TemporaryFolder, gateway: GatewayFixture? = nil) throws -> ServeOptions {
         var options = ServeOptions()
         options.database = folder.file("relay.sqlite")
@@ -37,14 +48,8 @@ struct RelayBuilderTests {
             let relay = try await buildApplication(options, logger: Logger(label: "relay"))
             let group = ServiceGroup(configuration: .init(services: [relay], logger: Logger(label: "group")))
             let running = Task { try await group.run() }
-            var port: Int?
-            for _ in 0..<600 where port == nil {
-                port = (try? String(contentsOfFile: options.portFile!, encoding: .utf8)).flatMap {
-                    Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
-                }
-                if port == nil { try await Task.sleep(for: .milliseconds(100)) }
-            }
-            let url = "https://127.0.0.1:\(try #require(port))"
+            let port = try await Self.listeningPort(options)
+            let url = "https://127.0.0.1:\(port)"
             let bob = try TestUser.make("bob")
             try await withClient(url, ca: folder.file("tls/ca.pem")) { client in
                 #expect(await client.isHealthy())
@@ -114,14 +119,8 @@ struct RelayBuilderTests {
             let relay = try await buildApplication(options, logger: Logger(label: "relay"))
             let group = ServiceGroup(configuration: .init(services: [relay], logger: Logger(label: "group")))
             let running = Task { try await group.run() }
-            var port: Int?
-            for _ in 0..<600 where port == nil {
-                port = (try? String(contentsOfFile: options.portFile!, encoding: .utf8)).flatMap {
-                    Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
-                }
-                if port == nil { try await Task.sleep(for: .milliseconds(100)) }
-            }
-            try await withClient("https://127.0.0.1:\(try #require(port))", ca: folder.file("tls/ca.pem")) { client in
+            let port = try await Self.listeningPort(options)
+            try await withClient("https://127.0.0.1:\(port)", ca: folder.file("tls/ca.pem")) { client in
                 #expect(await client.isHealthy())
                 let published = try await client.publish(try TestUser.make("bob").list)
                 #expect(published == .init(listVersion: 2, stored: true))
