@@ -1,7 +1,8 @@
 // libFuzzer target: the public JSON a sender reads from others — device lists (§11.1, §11.4), device requests
 // (§11.8) — and the sender's own pins file (§11.5). Every input is one outcome: accepted, or refused with one of the
-// codes the spec gives for that reader; whatever is accepted re-encodes to JSON that parses to the same value.
-import E2EECore
+// codes the spec gives for that reader; whatever is accepted re-encodes to JSON that parses to the same value; and
+// the device list's fast path never reads a value other than JSONDecoder's.
+@_spi(Testing) import E2EECore
 
 let listCodes: Set<E2EEError.Code> = [.keyFile, .deviceNotSignedIn, .badListSignature]
 let requestCodes: Set<E2EEError.Code> = [.keyFile, .badSignature]
@@ -9,6 +10,10 @@ let requestCodes: Set<E2EEError.Code> = [.keyFile, .badSignature]
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDeviceList(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    // 0. parse's fast path (DeviceList+Scan.swift) reads what JSONDecoder reads, or gives up.
+    if let scanned = DeviceList.scanned(bytes) {
+        precondition((try? DeviceList.decoded(bytes)) == scanned, "the device-list scan and JSONDecoder disagree")
+    }
     // 1. As a device list: parse + verify, then the pin decisions of a sender that has never seen the user.
     do {
         let list = try DeviceList.parse(bytes)

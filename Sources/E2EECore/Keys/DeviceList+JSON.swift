@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 extension DeviceList.DeviceKeyEntry: Codable {
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case suite
         case keyID = "key_id"
         case publicKey = "public_key"
@@ -61,7 +61,7 @@ struct HexBytes: Codable {
 }
 
 extension DeviceList.Device: Codable {
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case deviceID = "device_id"
         case signingKey = "signing_key"
         case signingKeyID = "signing_key_id"
@@ -98,7 +98,7 @@ extension DeviceList.Device: Codable {
 }
 
 extension DeviceList: Codable {
-    enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case format, version
         case userID = "user_id"
         case displayName = "display_name"
@@ -167,17 +167,29 @@ extension DeviceList: Codable {
     ///
     /// - Throws: `.keyFile` (not well formed, with what is wrong), `.deviceNotSignedIn`, `.badListSignature`.
     public static func parse(_ bytes: [UInt8]) throws(E2EEError) -> DeviceList {
+        // The form signers write takes the scan (DeviceList+Scan.swift); anything else, and every error, is
+        // `JSONDecoder`'s.
         let list: DeviceList
+        if let scanned = Self.scanned(bytes) {
+            list = scanned
+        } else {
+            list = try Self.decoded(bytes)
+        }
+        try list.verifySignatures()
+        return list
+    }
+
+    /// The list in `bytes` as `JSONDecoder` reads it, checked for well-formedness but not verified: what
+    /// ``parse(_:)`` reads when the scan does not take the bytes. Public for the fuzzer's comparison of the two.
+    @_spi(Testing) public static func decoded(_ bytes: [UInt8]) throws(E2EEError) -> DeviceList {
         do {
-            list = try JSONDecoder().decode(DeviceList.self, from: Data(bytes))
+            return try JSONDecoder().decode(DeviceList.self, from: Data(bytes))
         } catch let error as E2EEError {
             // A key of the wrong length (`invalid-key` from the key types) is a malformed file here (§11.1).
             throw error.code == .keyFile ? error : E2EEError(.keyFile, error.message)
         } catch {
             throw E2EEError(.keyFile, "not a valid device list: \(error)")
         }
-        try list.verifySignatures()
-        return list
     }
 
     /// Reads and verifies a device list file.

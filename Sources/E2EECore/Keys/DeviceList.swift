@@ -37,7 +37,7 @@ public struct DeviceList: Sendable, Hashable {
             self.deviceToken = deviceToken
             self.topic = topic
         }
-        enum CodingKeys: String, CodingKey {
+        enum CodingKeys: String, CodingKey, CaseIterable {
             case deviceToken = "device_token"
             case topic
         }
