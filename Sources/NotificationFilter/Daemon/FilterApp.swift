@@ -1,3 +1,4 @@
+import Dispatch
 public import E2EECore
 public import Logging
 public import PushTransport
@@ -126,6 +127,13 @@ public enum FilterApp: Sendable {
     ///
     /// - Throws: a ``FilterError`` or E2EE error whose message says which file is wrong and what to do.
     public static func build(_ options: FilterAppOptions, logger: Logger) throws -> Parts {
+        // Each account's contact cards (two Ed25519 checks or more each) are read on a thread of Dispatch's pool
+        // while this one opens the state and reads the identities (an X-Wing key is an ML-KEM key generation from
+        // its seed): `once`, a process per push, waits for all of it before it can open the payload. Errors keep
+        // their order: the state's, then each account's contacts, card and identity.
+        let contacts = options.accounts.map { account in
+            Background { try self.loadContacts(folder: account.contacts, logger: logger) }
+        }
         let store = try FilterStateStore(path: options.statePath, logger: logger)
         let hook = try options.hookCommand.map { try HookCommandCallEventSink(command: $0, logger: logger) }
         let outbox = try EventOutbox(store: store, eventsPath: options.eventsPath, forward: hook, logger: logger)
@@ -135,7 +143,9 @@ public enum FilterApp: Sendable {
             clock: options.clock,
             logger: logger
         )
-        let accounts = try options.accounts.map { try self.loadAccount($0, logger: logger) }
+        let accounts = try zip(options.accounts, contacts).map { account, contacts in
+            try self.loadAccount(account, contacts: try contacts.result.get(), logger: logger)
+        }
         let engine = try FilterEngine(
             store: store,
             accounts: accounts,
@@ -217,29 +227,22 @@ public enum FilterApp: Sendable {
     /// The own device list is `--card`, else the contacts folder's list of the account's user id. Given with
     /// `--card`, it must list this device with the identity's signing key.
     static func loadAccount(_ options: FilterAppOptions.Account, logger: Logger) throws -> FilterAccount {
-        let contacts = try self.loadContacts(folder: options.contacts, logger: logger)
+        try self.loadAccount(
+            options,
+            contacts: try self.loadContacts(folder: options.contacts, logger: logger),
+            logger: logger
+        )
+    }
+
+    /// ``loadAccount(_:logger:)`` with the account's contacts already read.
+    static func loadAccount(
+        _ options: FilterAppOptions.Account,
+        contacts: ContactBook,
+        logger: Logger
+    ) throws -> FilterAccount {
         let card = try options.card.map { try DeviceList.load(path: $0) }
         if try Identity.isLocked(path: options.identity) {
-            if let file = options.passphraseFile, let passphrase = try? SecretFile.readPassphrase(path: file) {
-                let identity = try Identity.load(path: options.identity, passphrase: passphrase)
-                return try self.unlockedAccount(identity, contacts: contacts, card: card, options, logger: logger)
-            }
-            let fileName = options.identity.split(separator: "/").last.map(String.init) ?? options.identity
-            let name =
-                options.name ?? card?.userID
-                ?? (fileName.hasSuffix(".identity") ? String(fileName.dropLast(9)) : fileName)
-            let ownList = card ?? contacts.lists[name]
-            let device = try ownList.map { list throws(FilterError) in
-                try self.ownDevice(in: list, deviceID: options.deviceID, card: options.card ?? options.contacts)
-            }
-            return FilterAccount(
-                lockedName: name,
-                deviceKeyIDs: Set(device?.deviceKeys.map(\.keyID) ?? []),
-                contacts: contacts,
-                userID: ownList?.userID,
-                ownList: ownList,
-                ownDevice: device
-            )
+            return try self.lockedAccount(options, contacts: contacts, card: card, logger: logger)
         }
         return try self.unlockedAccount(
             try Identity.load(path: options.identity),
@@ -247,6 +250,51 @@ public enum FilterApp: Sendable {
             card: card,
             options,
             logger: logger
+        )
+    }
+
+    /// Work started on a thread of Dispatch's pool; ``result`` waits for it.
+    final class Background<Value: Sendable>: @unchecked Sendable {
+        private let group = DispatchGroup()
+        /// Written once by the work, before the group is left; read only after `wait()`, which orders the two.
+        private var outcome: Result<Value, any Error>?
+
+        init(_ work: @escaping @Sendable () throws -> Value) {
+            DispatchQueue.global().async(group: self.group) { self.outcome = Result { try work() } }
+        }
+
+        var result: Result<Value, any Error> {
+            self.group.wait()
+            return self.outcome!
+        }
+    }
+
+    /// An account whose identity is locked: unlocked now if its passphrase file is there, else kept locked.
+    private static func lockedAccount(
+        _ options: FilterAppOptions.Account,
+        contacts: ContactBook,
+        card: DeviceList?,
+        logger: Logger
+    ) throws -> FilterAccount {
+        if let file = options.passphraseFile, let passphrase = try? SecretFile.readPassphrase(path: file) {
+            let identity = try Identity.load(path: options.identity, passphrase: passphrase)
+            return try self.unlockedAccount(identity, contacts: contacts, card: card, options, logger: logger)
+        }
+        let fileName = options.identity.split(separator: "/").last.map(String.init) ?? options.identity
+        let name =
+            options.name ?? card?.userID
+            ?? (fileName.hasSuffix(".identity") ? String(fileName.dropLast(9)) : fileName)
+        let ownList = card ?? contacts.lists[name]
+        let device = try ownList.map { list throws(FilterError) in
+            try self.ownDevice(in: list, deviceID: options.deviceID, card: options.card ?? options.contacts)
+        }
+        return FilterAccount(
+            lockedName: name,
+            deviceKeyIDs: Set(device?.deviceKeys.map(\.keyID) ?? []),
+            contacts: contacts,
+            userID: ownList?.userID,
+            ownList: ownList,
+            ownDevice: device
         )
     }
 
