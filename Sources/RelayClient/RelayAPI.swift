@@ -185,7 +185,7 @@ public enum RelayAPI: Sendable {
 }
 
 /// Where APNs delivers a device's pushes.
-public struct PushAddress: Sendable, Hashable {
+public struct RegisteredAddress: Sendable, Hashable {
     public var deviceToken: String
     public var topic: String
     public var environment: String
@@ -197,7 +197,7 @@ public struct PushAddress: Sendable, Hashable {
     }
 }
 
-extension PushAddress {
+extension RegisteredAddress {
     /// The relay's rules for an address (docs/RELAY.md "Registering a push address").
     /// - Throws: `bad-push-address`, naming the rule.
     package func check() throws(RelayError) {

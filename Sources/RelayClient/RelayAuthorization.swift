@@ -63,7 +63,7 @@ public enum RelayAuthorization: Sendable {
     public static func signedRegistration(
         userID: String,
         deviceID: String,
-        address: PushAddress,
+        address: RegisteredAddress,
         signingKey: SigningPrivateKey,
         nowMs: UInt64
     ) throws(RelayError) -> RelayAPI.PushRegistration {

@@ -25,7 +25,7 @@ public struct E2EESend: AsyncParsableCommand, Sendable {
             device list (one line per device, naming "device"); a message to your own user goes to every device of \
             it, this one included (it silences its own echo), so it looks like anyone's. The list's user key \
             is pinned on first use (--pins, $E2EE_PINS_FILE, else pins.json next to the identity) and the \
-            fingerprint printed to compare. The APNs topic is each device's push.topic unless --topic (or \
+            fingerprint printed to compare. The APNs topic is the topic of each device's APNs push address unless --topic (or \
             $E2EE_TOPIC) overrides it.
             \(E2EESend.exitCodes)
             """,

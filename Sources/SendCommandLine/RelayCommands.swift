@@ -116,7 +116,7 @@ struct RelayRegister: AsyncParsableCommand {
         try await runCLI {
             let id = try self.identity.load()
             let token = try PushBuilder.validateDeviceToken(self.deviceToken)
-            let address = PushAddress(
+            let address = RegisteredAddress(
                 deviceToken: token,
                 topic: self.topic.value,
                 environment: self.environment.rawValue

@@ -457,7 +457,7 @@ struct RelayDeviceCLITests {
             let devices = try await fixture.store.devices(userID: "bob")
             #expect(
                 devices.map(\.address)
-                    == [PushAddress(deviceToken: token, topic: "com.example.app", environment: "development")]
+                    == [RegisteredAddress(deviceToken: token, topic: "com.example.app", environment: "development")]
             )
 
             let tokenFile = folder.file("bob.delivery-token")

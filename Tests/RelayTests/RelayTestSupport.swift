@@ -78,11 +78,11 @@ struct TestUser: Sendable {
         topic: String = "com.example.app",
         environment: String = "development"
     )
-        -> PushAddress
+        -> RegisteredAddress
     {
         let hex = Hex.encode(Array(deviceID.utf8))
         let token = String((hex + String(repeating: "0", count: 64)).prefix(64))
-        return PushAddress(deviceToken: token, topic: topic, environment: environment)
+        return RegisteredAddress(deviceToken: token, topic: topic, environment: environment)
     }
 
     /// A text from `sender` sealed to `deviceID`'s current key.

@@ -248,7 +248,7 @@ struct ConnBench {
         try await client.registerPush(
             userID: "bob",
             deviceID: "phone",
-            address: PushAddress(
+            address: RegisteredAddress(
                 deviceToken: String(repeating: "ab", count: 32),
                 topic: topic,
                 environment: "development"

@@ -346,7 +346,7 @@ struct RelayBench {
             try await clients[0].registerPush(
                 userID: bob,
                 deviceID: deviceIdentity.deviceID,
-                address: PushAddress(deviceToken: apnsToken(device), topic: topic, environment: "development"),
+                address: RegisteredAddress(deviceToken: apnsToken(device), topic: topic, environment: "development"),
                 signingKey: deviceIdentity.signingKey
             )
         }

@@ -147,7 +147,7 @@ public final class RelayService: Sendable {
         try Identifiers.checkUserID(userID)
         try Identifiers.checkDeviceID(deviceID)
         let registration = try Self.decode(RelayAPI.PushRegistration.self, body)
-        let address = PushAddress(
+        let address = RegisteredAddress(
             deviceToken: registration.deviceToken.lowercased(),
             topic: registration.topic,
             environment: registration.environment
@@ -511,5 +511,5 @@ public final class RelayService: Sendable {
         return signature
     }
 
-    static func checkAddress(_ address: PushAddress) throws(RelayError) { try address.check() }
+    static func checkAddress(_ address: RegisteredAddress) throws(RelayError) { try address.check() }
 }

@@ -199,7 +199,7 @@ public final class DeliveryService: Service, Sendable {
     }
 
     /// What the queue records for a deliverer's report, and what readiness learns from it.
-    func outcome(of report: DeliveryReport, for push: LeasedPush, address: PushAddress) -> PushOutcome {
+    func outcome(of report: DeliveryReport, for push: LeasedPush, address: RegisteredAddress) -> PushOutcome {
         let now = self.now()
         switch report.signal {
         case .answered: self.health.record(.worked, atMs: now)

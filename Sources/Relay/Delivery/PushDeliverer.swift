@@ -20,14 +20,14 @@ public struct PushDelivery: Sendable, Hashable {
     /// The push id (APNs uses it as the `apns-id`).
     public var pushID: String
     /// The device's push address now (the one registered when the push was leased, not when it was submitted).
-    public var address: PushAddress
+    public var address: RegisteredAddress
     /// The envelope bytes as submitted (checked against the APNs padding table at submit): the deliverer frames
     /// them into its service's body.
     public var envelope: [UInt8]
     /// This push's attempt number, from 1.
     public var attempt: Int
 
-    public init(pushID: String, address: PushAddress, envelope: [UInt8], attempt: Int) {
+    public init(pushID: String, address: RegisteredAddress, envelope: [UInt8], attempt: Int) {
         self.pushID = pushID
         self.address = address
         self.envelope = envelope

@@ -32,7 +32,12 @@ public protocol RelayStore: Sendable {
     /// Sets (or replaces) a device's push address and clears its unregistered mark.
     ///
     /// - Throws: `unknown-device` if the device is no longer in the user's list.
-    func registerPush(userID: String, deviceID: String, address: PushAddress, nowMs: Int64) async throws(RelayError)
+    func registerPush(
+        userID: String,
+        deviceID: String,
+        address: RegisteredAddress,
+        nowMs: Int64
+    ) async throws(RelayError)
 
     /// Replaces the user's delivery token hashes.
     func replaceDeliveryTokens(userID: String, hashes: [[UInt8]], nowMs: Int64) async throws(RelayError)
@@ -97,7 +102,7 @@ public struct StoredList: Sendable, Hashable {
 public struct StoredDevice: Sendable, Hashable {
     public var deviceID: String
     public var signingKey: [UInt8]
-    public var address: PushAddress?
+    public var address: RegisteredAddress?
     /// When the address stopped working: APNs answered 410, or refused it for good (``failedReason``).
     public var unregisteredAtMs: Int64?
     /// APNs' reason when it refused the address for good (400 `BadDeviceToken`, `DeviceTokenNotForTopic`,
@@ -107,7 +112,7 @@ public struct StoredDevice: Sendable, Hashable {
     public init(
         deviceID: String,
         signingKey: [UInt8],
-        address: PushAddress?,
+        address: RegisteredAddress?,
         unregisteredAtMs: Int64?,
         failedReason: String? = nil
     ) {
@@ -170,7 +175,7 @@ public struct LeasedPush: Sendable, Hashable {
     public var attempts: Int
     public var enqueuedAtMs: Int64
     /// nil when the device has no active address any more (removed, or unregistered since).
-    public var address: PushAddress?
+    public var address: RegisteredAddress?
 }
 
 /// The states of a push (docs/RELAY.md "Queue and delivery").

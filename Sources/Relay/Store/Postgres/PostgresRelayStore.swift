@@ -528,9 +528,9 @@ public final class PostgresRelayStore: RelayStore {
         for try await (deviceID, key, token, topic, environment, unregistered, failedReason) in rows.decode(
             (String, ByteBuffer, String?, String?, String?, Int64?, String?).self
         ) {
-            var address: PushAddress?
+            var address: RegisteredAddress?
             if let token, let topic, let environment {
-                address = PushAddress(deviceToken: token, topic: topic, environment: environment)
+                address = RegisteredAddress(deviceToken: token, topic: topic, environment: environment)
             }
             devices.append(
                 StoredDevice(
@@ -575,9 +575,9 @@ public final class PostgresRelayStore: RelayStore {
                 context.tokenIsValid = tokenValid && tokenHash != nil
                 context.tokenCount = Int(tokenCount)
                 guard hasList, let deviceID, let key else { continue }
-                var address: PushAddress?
+                var address: RegisteredAddress?
                 if let token, let topic, let environment {
-                    address = PushAddress(deviceToken: token, topic: topic, environment: environment)
+                    address = RegisteredAddress(deviceToken: token, topic: topic, environment: environment)
                 }
                 context.devices.append(
                     StoredDevice(
@@ -613,7 +613,7 @@ public final class PostgresRelayStore: RelayStore {
     public func registerPush(
         userID: String,
         deviceID: String,
-        address: PushAddress,
+        address: RegisteredAddress,
         nowMs: Int64
     )
         async throws(RelayError)
@@ -758,9 +758,9 @@ public final class PostgresRelayStore: RelayStore {
                     (String, String, String, ByteBuffer?, Int64, Int64, String?, String?, String?).self
                 )
             {
-                var address: PushAddress?
+                var address: RegisteredAddress?
                 if let token, let topic, let environment {
-                    address = PushAddress(deviceToken: token, topic: topic, environment: environment)
+                    address = RegisteredAddress(deviceToken: token, topic: topic, environment: environment)
                 }
                 leased.append(
                     LeasedPush(

@@ -357,9 +357,9 @@ public final class SQLiteRelayStore: RelayStore {
             try s.bind(userID, at: 1)
             var devices: [StoredDevice] = []
             while try s.step() {
-                var address: PushAddress?
+                var address: RegisteredAddress?
                 if let token = s.optionalText(2), let topic = s.optionalText(3), let environment = s.optionalText(4) {
-                    address = PushAddress(deviceToken: token, topic: topic, environment: environment)
+                    address = RegisteredAddress(deviceToken: token, topic: topic, environment: environment)
                 }
                 devices.append(
                     StoredDevice(
@@ -418,7 +418,7 @@ public final class SQLiteRelayStore: RelayStore {
     public func registerPush(
         userID: String,
         deviceID: String,
-        address: PushAddress,
+        address: RegisteredAddress,
         nowMs: Int64
     )
         async throws(RelayError)
@@ -658,11 +658,11 @@ public final class SQLiteRelayStore: RelayStore {
                         WHERE user_id = ?1 AND device_id = ?2 AND device_token IS NOT NULL
                           AND unregistered_at_ms IS NULL
                         """
-                    ) { s throws(RelayError) -> PushAddress? in
+                    ) { s throws(RelayError) -> RegisteredAddress? in
                         try s.bind(leased[index].userID, at: 1)
                         try s.bind(leased[index].deviceID, at: 2)
                         guard try s.step() else { return nil }
-                        return PushAddress(deviceToken: s.text(0), topic: s.text(1), environment: s.text(2))
+                        return RegisteredAddress(deviceToken: s.text(0), topic: s.text(1), environment: s.text(2))
                     }
                 }
                 return leased.sorted { $0.enqueuedAtMs < $1.enqueuedAtMs }
