@@ -117,8 +117,7 @@ struct RelayRegister: AsyncParsableCommand {
             let id = try self.identity.load()
             let token = try PushBuilder.validateDeviceToken(self.deviceToken)
             let address = RegisteredAddress(
-                deviceToken: token,
-                topic: self.topic.value,
+                apns: APNsAddress(topic: self.topic.value, deviceToken: token),
                 environment: self.environment.rawValue
             )
             try await withRelay(self.relay, request: .register, userID: id.userID) {

@@ -249,8 +249,7 @@ struct ConnBench {
             userID: "bob",
             deviceID: "phone",
             address: RegisteredAddress(
-                deviceToken: String(repeating: "ab", count: 32),
-                topic: topic,
+                apns: APNsAddress(topic: topic, deviceToken: String(repeating: "ab", count: 32)),
                 environment: "development"
             ),
             signingKey: bob.signingKey

@@ -1,3 +1,4 @@
+public import E2EECore
 public import RelayClient
 
 /// What delivers leased pushes to a push service (docs/RELAY.md "Queue and delivery"): ``DeliveryService`` leases
@@ -9,6 +10,10 @@ public import RelayClient
 /// A deliverer never throws: every push gets a report, in order, whatever happened to it (a request that could not
 /// be made is a report too, `retryLater` or `rejected`).
 public protocol PushDeliverer: Sendable {
+    /// The push service this deliverer delivers through: ``DeliveryService`` hands it only addresses of that service
+    /// (a push whose address is of another service fails with `unsupported-push-service`).
+    var service: PushService { get }
+
     /// Delivers `pushes` and reports what became of each.
     ///
     /// - Returns: one report per push, in the order of `pushes`.

@@ -191,12 +191,12 @@ public enum PushOutcome: Sendable, Hashable {
     case retry(retryAtMs: Int64, status: Int?, reason: String?)
     /// Not retried: any other APNs status, or attempts exhausted.
     case failed(status: Int?, reason: String)
-    /// 410: the push address `deviceToken` is dead since `atMs`.
-    case unregistered(atMs: Int64, deviceToken: String)
-    /// APNs refused the push address `deviceToken` for good (`status`, `reason`: 400 `BadDeviceToken`,
+    /// 410: the push address `address` (the service's address text) is dead since `atMs`.
+    case unregistered(atMs: Int64, address: String)
+    /// The push service refused the push address `address` for good (`status`, `reason`: 400 `BadDeviceToken`,
     /// `DeviceTokenNotForTopic`, `TopicDisallowed`), or the relay does not deliver for its topic: the push fails and
     /// the address is marked failed with the reason until the device registers again.
-    case addressRefused(atMs: Int64, deviceToken: String, status: Int?, reason: String)
+    case addressRefused(atMs: Int64, address: String, status: Int?, reason: String)
     /// The device has no usable address: dropped.
     case removed
 }

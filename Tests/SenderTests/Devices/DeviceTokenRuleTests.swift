@@ -58,10 +58,12 @@ struct DeviceTokenRuleTests {
             )
         }
         #expect(throws: RelayError.self) {
-            try RegisteredAddress(deviceToken: Self.sixteen, topic: "t", environment: "development").check()
+            try RegisteredAddress(apns: APNsAddress(topic: "t", deviceToken: Self.sixteen), environment: "development")
+                .check()
         }
         #expect(throws: Never.self) {
-            try RegisteredAddress(deviceToken: Self.valid, topic: "t", environment: "development").check()
+            try RegisteredAddress(apns: APNsAddress(topic: "t", deviceToken: Self.valid), environment: "development")
+                .check()
         }
 
         // A send's override, and a first device with it: nothing is written.
