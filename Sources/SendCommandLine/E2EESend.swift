@@ -39,8 +39,8 @@ public struct E2EESend: AsyncParsableCommand, Sendable {
     /// The exit codes of every command (`--help` of each lists them; the executable's table gives them).
     static let exitCodes = """
         Exit codes: 0 ok (a message to your own user with nothing to send to is ok too, with a note), 64 usage, 65 \
-        bad data (unknown recipient, a device list that is not well formed: malformed-list, too large, bad batch \
-        line, no device reachable through the relay), 66 missing key or delivery token file, 69 APNs refused (or \
+        bad data (unknown recipient, a push service this sender does not deliver through, a device list that is \
+        not well formed: malformed-list, too large, bad batch line, no device reachable through the relay), 66 missing key or delivery token file, 69 APNs refused (or \
         relay-refused: the relay refused the request; nothing was queued or stored), 70 internal error, 73 cannot \
         create a file, 74 cannot write stdout (a closed pipe: pushes asked for are still delivered), 75 delivery \
         failed for now (or relay-unavailable: send again later), 76 the recipient's device list was refused \
