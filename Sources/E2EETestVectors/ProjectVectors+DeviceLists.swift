@@ -17,8 +17,8 @@ extension ProjectVectors {
     static let listSignatureLabel: [UInt8] = Array("e2ee-push/device-list/v1".utf8) + [0]
 
     /// A push address of the vectors (unsigned, §11.1): 32 bytes from the seed rule as the token.
-    static func push(_ label: String) -> DeviceList.Push {
-        DeviceList.Push(deviceToken: Hex.encode(seed(label)), topic: "com.example.e2ee-calls")
+    static func push(_ label: String) -> PushAddress {
+        PushAddress(APNsAddress(topic: "com.example.e2ee-calls", deviceToken: Hex.encode(seed(label))))
     }
 
     static func signingKey(_ label: String) -> SigningPrivateKey {

@@ -1,4 +1,4 @@
-import E2EECore
+public import E2EECore
 
 /// The JSON bodies of the relay's API, version 1 (docs/RELAY.md). Shared by the server and ``RelayClient``.
 public enum RelayAPI: Sendable {
@@ -58,10 +58,13 @@ public enum RelayAPI: Sendable {
 
     /// `PUT .../devices/{device}/push` body: a push address signed by the device's signing key.
     public struct PushRegistration: Codable, Sendable, Hashable {
-        public var deviceToken: String
-        public var topic: String
-        /// `production` or `development` (the APNs environment the token belongs to).
-        public var environment: String
+        /// The push service (docs/PROTOCOL.md §11.1), e.g. `apns`.
+        public var service: String
+        /// The address, in the service's syntax (`apns`: `<topic>/<device token>`).
+        public var address: String
+        /// An APNs option: `production` or `development` (the APNs environment the token belongs to). Absent for a
+        /// service without environments.
+        public var environment: String?
         public var timestampMs: UInt64
         /// 16 random bytes, hex.
         public var nonce: String
@@ -69,15 +72,15 @@ public enum RelayAPI: Sendable {
         public var signature: String
 
         public init(
-            deviceToken: String,
-            topic: String,
-            environment: String,
+            service: String,
+            address: String,
+            environment: String?,
             timestampMs: UInt64,
             nonce: String,
             signature: String
         ) {
-            self.deviceToken = deviceToken
-            self.topic = topic
+            self.service = service
+            self.address = address
             self.environment = environment
             self.timestampMs = timestampMs
             self.nonce = nonce
@@ -85,8 +88,8 @@ public enum RelayAPI: Sendable {
         }
 
         enum CodingKeys: String, CodingKey {
-            case deviceToken = "device_token"
-            case topic
+            case service
+            case address
             case environment
             case timestampMs = "timestamp_ms"
             case nonce
@@ -184,32 +187,40 @@ public enum RelayAPI: Sendable {
     }
 }
 
-/// Where APNs delivers a device's pushes.
-public struct PushAddress: Sendable, Hashable {
-    public var deviceToken: String
-    public var topic: String
-    public var environment: String
+/// A device's push address as the relay holds it: the address (docs/PROTOCOL.md §11.1) and the service's delivery
+/// option, APNs' environment (`production` or `development`; nil for a service without one).
+public struct RegisteredAddress: Sendable, Hashable {
+    public var push: PushAddress
+    public var environment: String?
 
-    public init(deviceToken: String, topic: String, environment: String) {
-        self.deviceToken = deviceToken
-        self.topic = topic
+    public init(push: PushAddress, environment: String?) {
+        self.push = push
         self.environment = environment
     }
+
+    /// An APNs address in `environment`.
+    public init(apns: APNsAddress, environment: String) {
+        self.init(push: PushAddress(apns), environment: environment)
+    }
+
+    /// The APNs environments.
+    public static let apnsEnvironments: Set<String> = ["production", "development"]
 }
 
-extension PushAddress {
+extension RegisteredAddress {
     /// The relay's rules for an address (docs/RELAY.md "Registering a push address").
     /// - Throws: `bad-push-address`, naming the rule.
     package func check() throws(RelayError) {
-        let token = self.deviceToken
-        guard (64...200).contains(token.utf8.count), token.utf8.count % 2 == 0, Hex.decode(token) != nil else {
-            throw RelayError(.badPushAddress, "device_token is an even number of 64 to 200 hex digits (APNs' token)")
-        }
-        guard (1...255).contains(self.topic.utf8.count) else {
-            throw RelayError(.badPushAddress, "topic is the app's bundle id, 1 to 255 bytes")
-        }
-        guard ["production", "development"].contains(self.environment) else {
-            throw RelayError(.badPushAddress, "environment is \"production\" or \"development\"")
+        if let problem = self.push.problem { throw RelayError(.badPushAddress, problem) }
+        if self.push.service == .apns {
+            guard let environment = self.environment, Self.apnsEnvironments.contains(environment) else {
+                throw RelayError(.badPushAddress, "environment is \"production\" or \"development\" for apns")
+            }
+        } else if self.environment != nil {
+            throw RelayError(
+                .badPushAddress,
+                "environment is an apns option; service \"\(self.push.service)\" has none: leave it out"
+            )
         }
     }
 }

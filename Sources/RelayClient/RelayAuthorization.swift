@@ -5,7 +5,7 @@ public import E2EECore
 /// The labels keep these signatures apart from message signatures, certificates and list signatures
 /// (PROTOCOL §11.3): none can be passed off as another.
 public enum RelayAuthorization: Sendable {
-    package static let registerLabel = "e2ee-relay/register-push/v1"
+    package static let registerLabel = "e2ee-relay/register-push/v2"
     package static let tokensLabel = "e2ee-relay/delivery-tokens/v1"
 
     /// The most delivery tokens a user has at once.
@@ -25,9 +25,9 @@ public enum RelayAuthorization: Sendable {
         var w = SignedBytes(label: Self.registerLabel)
         w.str8(userID)
         w.str8(deviceID)
-        w.str8(r.deviceToken)
-        w.str8(r.topic)
-        w.str8(r.environment)
+        w.str8(r.service)
+        w.str16(r.address)
+        w.str8(r.environment ?? "")
         w.u64(r.timestampMs)
         w.raw(nonce)
         return w.bytes
@@ -56,14 +56,14 @@ public enum RelayAuthorization: Sendable {
     /// - Parameters:
     ///   - userID: The device's user.
     ///   - deviceID: The device (as in the user's list).
-    ///   - address: The APNs token, topic and environment (`production` or `development`).
+    ///   - address: The push address and, for APNs, the environment (`production` or `development`).
     ///   - signingKey: The device signing key (the identity's `signingKey`).
     ///   - nowMs: The device's clock.
     /// - Throws: `bad-push-address` for fields out of range; E2EECore's signing errors as `internal-error`.
     public static func signedRegistration(
         userID: String,
         deviceID: String,
-        address: PushAddress,
+        address: RegisteredAddress,
         signingKey: SigningPrivateKey,
         nowMs: UInt64
     ) throws(RelayError) -> RelayAPI.PushRegistration {
@@ -72,8 +72,8 @@ public enum RelayAuthorization: Sendable {
         try address.check()
         let nonce = RandomBytes.make(16)
         var registration = RelayAPI.PushRegistration(
-            deviceToken: address.deviceToken,
-            topic: address.topic,
+            service: address.push.service.rawValue,
+            address: address.push.address,
             environment: address.environment,
             timestampMs: nowMs,
             nonce: Hex.encode(nonce),

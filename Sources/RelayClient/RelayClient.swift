@@ -115,7 +115,7 @@ public final class RelayClient: Sendable {
     public func registerPush(
         userID: String,
         deviceID: String,
-        address: PushAddress,
+        address: RegisteredAddress,
         signingKey: SigningPrivateKey,
         nowMs: UInt64 = UInt64(RelayClock.nowMs())
     ) async throws(RelayError) {

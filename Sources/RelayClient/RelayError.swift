@@ -47,6 +47,9 @@ public struct RelayError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let unsupportedEnvironment = Code("unsupported-environment", 400)
         /// The push address's topic is not one of the app topics this relay delivers for (`--apns-topic`).
         public static let topicNotAllowed = Code("topic-not-allowed", 400)
+        /// The push address is of a service this relay does not deliver through (it delivers through `apns`); also
+        /// the failed reason of a queued push whose address has no deliverer.
+        public static let unsupportedPushService = Code("unsupported-push-service", 400)
         public static let badTokenSet = Code("bad-token-set", 400)
 
         // MARK: submits

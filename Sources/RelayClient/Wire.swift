@@ -16,6 +16,14 @@ package struct SignedBytes {
         self.bytes += utf8
     }
 
+    package mutating func str16(_ value: String) {
+        let utf8 = Array(value.utf8)
+        precondition(utf8.count <= 65535, "callers check lengths before signing")
+        self.bytes.append(UInt8(utf8.count >> 8))
+        self.bytes.append(UInt8(utf8.count & 0xff))
+        self.bytes += utf8
+    }
+
     package mutating func u8(_ value: Int) {
         precondition((0...255).contains(value))
         self.bytes.append(UInt8(value))

@@ -25,7 +25,7 @@ public struct E2EESend: AsyncParsableCommand, Sendable {
             device list (one line per device, naming "device"); a message to your own user goes to every device of \
             it, this one included (it silences its own echo), so it looks like anyone's. The list's user key \
             is pinned on first use (--pins, $E2EE_PINS_FILE, else pins.json next to the identity) and the \
-            fingerprint printed to compare. The APNs topic is each device's push.topic unless --topic (or \
+            fingerprint printed to compare. The APNs topic is the topic of each device's APNs push address unless --topic (or \
             $E2EE_TOPIC) overrides it.
             \(E2EESend.exitCodes)
             """,
@@ -39,8 +39,8 @@ public struct E2EESend: AsyncParsableCommand, Sendable {
     /// The exit codes of every command (`--help` of each lists them; the executable's table gives them).
     static let exitCodes = """
         Exit codes: 0 ok (a message to your own user with nothing to send to is ok too, with a note), 64 usage, 65 \
-        bad data (unknown recipient, a device list that is not well formed: malformed-list, too large, bad batch \
-        line, no device reachable through the relay), 66 missing key or delivery token file, 69 APNs refused (or \
+        bad data (unknown recipient, a push service this sender does not deliver through, a device list that is \
+        not well formed: malformed-list, too large, bad batch line, no device reachable through the relay), 66 missing key or delivery token file, 69 APNs refused (or \
         relay-refused: the relay refused the request; nothing was queued or stored), 70 internal error, 73 cannot \
         create a file, 74 cannot write stdout (a closed pipe: pushes asked for are still delivered), 75 delivery \
         failed for now (or relay-unavailable: send again later), 76 the recipient's device list was refused \

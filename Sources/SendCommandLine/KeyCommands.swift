@@ -83,7 +83,7 @@ extension IdentityOptions {
 
 extension CardTopicOption {
     /// A push address from `--device-token` (validated) and the topic; nil without a token.
-    func push(token: String?) throws(SenderError) -> DeviceList.Push? {
+    func push(token: String?) throws(SenderError) -> PushAddress? {
         try DeviceFiles.push(token: token, topic: self.value)
     }
 }

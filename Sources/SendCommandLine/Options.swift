@@ -76,7 +76,7 @@ struct RecipientOptions: ParsableArguments {
 
     @Option(
         name: .long,
-        help: "The device token (hex) of a recipient with one device; default: each device's push.device_token."
+        help: "The device token (hex) of a recipient with one device; default: each device's APNs push address's token."
     )
     var deviceToken: String?
 
@@ -93,11 +93,12 @@ struct RecipientOptions: ParsableArguments {
 struct PushOptions: ParsableArguments {
     @Option(
         name: .long,
-        help: "The app's bundle id, sent as apns-topic. Default: $E2EE_TOPIC, else the recipient card's push.topic."
+        help:
+            "The app's bundle id, sent as apns-topic. Default: $E2EE_TOPIC, else the topic of each device's APNs address."
     )
     var topic: String?
 
-    /// `--topic`, else `$E2EE_TOPIC`; `nil` lets each recipient card's `push.topic` decide.
+    /// `--topic`, else `$E2EE_TOPIC`; `nil` lets each recipient card's APNs address decide.
     var override: String? { self.topic ?? ProcessInfo.processInfo.environment["E2EE_TOPIC"] }
 }
 

@@ -116,9 +116,8 @@ struct RelayRegister: AsyncParsableCommand {
         try await runCLI {
             let id = try self.identity.load()
             let token = try PushBuilder.validateDeviceToken(self.deviceToken)
-            let address = PushAddress(
-                deviceToken: token,
-                topic: self.topic.value,
+            let address = RegisteredAddress(
+                apns: APNsAddress(topic: self.topic.value, deviceToken: token),
                 environment: self.environment.rawValue
             )
             try await withRelay(self.relay, request: .register, userID: id.userID) {

@@ -36,7 +36,9 @@ enum SendExit {
         case .usage, .badDeviceToken, .invalidConfiguration, .trustedCAUnreadable, .registryFileUnreadable,
             .registryFileUnwritable:
             64
-        case .unknownRecipient, .unreadableCard, .malformedList, .tooLarge, .badRequest, .unreadablePins: 65
+        case .unknownRecipient, .unsupportedPushService, .unreadableCard, .malformedList, .tooLarge, .badRequest,
+            .unreadablePins:
+            65
         case .missingKey, .keyFileUnreadable, .keyEnvironmentVariableMissing, .keyInvalid: 66
         case .rejected, .relayRefused: 69
         case .cannotCreate: 73

@@ -1,3 +1,4 @@
+import E2EECore
 import Foundation
 import Locking
 import Logging
@@ -14,6 +15,8 @@ final class RecordingDeliverer: PushDeliverer {
     init(_ answer: @escaping @Sendable (PushDelivery) -> DeliveryReport) {
         self.answer = answer
     }
+
+    var service: PushService { .apns }
 
     /// Every push given so far, in order.
     var deliveries: [PushDelivery] { self.given.withLock { $0 } }
@@ -135,6 +138,26 @@ struct RelayDelivererTests {
             #expect(try await store.lease(owner: "x", limit: 10, nowMs: 1000 + 59_999, leaseMs: 1000).isEmpty)
             let again = try await store.lease(owner: "x", limit: 10, nowMs: 1000 + 60_000, leaseMs: 1000)
             #expect(again.map(\.pushID) == [pushIDs["later"]!])
+        }
+    }
+
+    @Test("a queued push whose address is of a service without a deliverer fails with unsupported-push-service")
+    func unsupportedService() async throws {
+        try await RelayStoreContractTests.withSQLite { store in
+            let pushIDs = try await Self.queue(store)
+            // Written by something else than this relay's registration, which refuses such an address.
+            let fcm = RegisteredAddress(
+                push: PushAddress(service: PushService(rawValue: "fcm"), address: "fcm-token"),
+                environment: nil
+            )
+            try await store.registerPush(userID: "u", deviceID: "ok", address: fcm, nowMs: 0)
+            let deliverer = RecordingDeliverer(Self.report(for:))
+            #expect(await Self.service(store, deliverer).runOnce() == Self.devices.count)
+            #expect(!deliverer.deliveries.contains { $0.pushID == pushIDs["ok"]! })
+            let record = try #require(try await store.push(pushIDs["ok"]!))
+            #expect(record.state == .failed && record.apnsReason == "unsupported-push-service")
+            let device = try #require(try await store.devices(userID: "u").first { $0.deviceID == "ok" })
+            #expect(device.pushState == .failed && device.failedReason == "unsupported-push-service")
         }
     }
 

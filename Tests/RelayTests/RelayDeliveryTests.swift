@@ -48,8 +48,8 @@ struct RelayDeliveryTests {
                     let records = gateway.sink.records
                     #expect(records.count == 2)
                     let byToken = Dictionary(uniqueKeysWithValues: records.map { ($0.deviceToken, $0) })
-                    let phoneRecord = try #require(byToken[TestUser.address("phone").deviceToken])
-                    let tabletRecord = try #require(byToken[TestUser.address("tablet").deviceToken])
+                    let phoneRecord = try #require(byToken[TestUser.token("phone")])
+                    let tabletRecord = try #require(byToken[TestUser.token("tablet")])
                     #expect(phoneRecord.bodyBytes == phone.apnsBody)
                     #expect(tabletRecord.bodyBytes == tablet.apnsBody)
                     #expect(phoneRecord.bodyBytes.count == 2233)
@@ -82,7 +82,7 @@ struct RelayDeliveryTests {
         let alice = try TestUser.make("alice", devices: ["laptop"])
         let bob = try TestUser.make("bob")
         var devices = DeviceRegistry()
-        devices.markUnregistered(TestUser.address("tablet").deviceToken, at: Date(timeIntervalSince1970: 1_700_000_000))
+        devices.markUnregistered(TestUser.token("tablet"), at: Date(timeIntervalSince1970: 1_700_000_000))
         try await ServiceFixture.with { fixture in
             try await GatewayFixture.with(devices: devices) { gateway in
                 try await gateway.withClient { client in

@@ -18,7 +18,7 @@ struct RelayLoggingTests {
         var logger = Logger(label: "relay-log-test", factory: { _ in handler })
         logger.logLevel = .trace
         var devices = DeviceRegistry()
-        devices.markUnregistered(TestUser.address("tablet").deviceToken, at: Date(timeIntervalSince1970: 1_700_000_000))
+        devices.markUnregistered(TestUser.token("tablet"), at: Date(timeIntervalSince1970: 1_700_000_000))
         try await ServiceFixture.with(logger: logger) { fixture in
             let (store, metrics, clock, service) = (fixture.store, fixture.metrics, fixture.clock, fixture.service)
             let alice = try TestUser.make("alice", devices: ["laptop"])
@@ -64,11 +64,11 @@ struct RelayLoggingTests {
                     let forbidden: [(String, String)] = [
                         ("delivery token", token.hex),
                         ("delivery token hash", Hex.encode(token.sha256)),
-                        ("phone device token", TestUser.address("phone").deviceToken),
-                        ("tablet device token", TestUser.address("tablet").deviceToken),
+                        ("phone device token", TestUser.token("phone")),
+                        ("tablet device token", TestUser.token("tablet")),
                         // Not a prefix either: 8 hex digits of a token name the device as well as the token does.
-                        ("phone device token prefix", String(TestUser.address("phone").deviceToken.prefix(8))),
-                        ("tablet device token prefix", String(TestUser.address("tablet").deviceToken.prefix(8))),
+                        ("phone device token prefix", String(TestUser.token("phone").prefix(8))),
+                        ("tablet device token prefix", String(TestUser.token("tablet").prefix(8))),
                         ("phone envelope", String(Data(phone.envelope.serialized).base64EncodedString().prefix(48))),
                         ("tablet envelope", String(Data(tablet.envelope.serialized).base64EncodedString().prefix(48))),
                         ("sender user id", "alice"),

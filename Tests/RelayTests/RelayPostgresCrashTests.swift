@@ -159,7 +159,7 @@ struct RelayPostgresCrashTests {
                 try FileManager.default.createDirectory(atPath: contacts, withIntermediateDirectories: true)
                 try Data(alice.list.jsonData()).write(to: URL(fileURLWithPath: contacts + "/alice.card.json"))
                 for device in bob.devices {
-                    let token = TestUser.address(device.deviceID).deviceToken
+                    let token = TestUser.token(device.deviceID)
                     let records = gateway.sink.records.filter { $0.deviceToken == token }
                     let unique = Set(records.map(\.bodyBytes)).count
                     let identityPath = folder.file("\(device.deviceID).identity")

@@ -112,7 +112,7 @@ struct RelayReadinessTests {
     )
     func permanentRefusalMarksTheAddress() async throws {
         var devices = DeviceRegistry()
-        devices.register(TestUser.address("tablet").deviceToken, .init(topic: "com.example.other"))
+        devices.register(TestUser.token("tablet"), .init(topic: "com.example.other"))
         try await ServiceFixture.with { fixture in
             try await GatewayFixture.with(devices: devices) { gateway in
                 try await gateway.withClient { apns in
@@ -220,7 +220,9 @@ struct RelayReadinessTests {
                 }
                 #expect(code == expected, "\(topic)")
             }
-            #expect(try await fixture.store.devices(userID: "bob").map(\.address?.topic) == ["com.example.app"])
+            #expect(
+                try await fixture.store.devices(userID: "bob").map(\.address?.push.apns?.topic) == ["com.example.app"]
+            )
         }
     }
 

@@ -8,6 +8,38 @@ import Testing
 /// the listed device key, timestamp window, one use per nonce).
 @Suite("Relay device lists and device-signed registrations")
 struct RelayRegistrationTests {
+    @Test("the signed registration bytes are docs/RELAY.md's: label v2, service, str16 address, environment or empty")
+    func registrationBytes() {
+        let nonce = [UInt8](repeating: 9, count: 16)
+        let registration = RelayAPI.PushRegistration(
+            service: "fcm",
+            address: "a/B",
+            environment: nil,
+            timestampMs: 0x0102_0304_0506_0708,
+            nonce: Hex.encode(nonce),
+            signature: ""
+        )
+        let signed = RelayAuthorization.registerMessage(
+            userID: "u",
+            deviceID: "d",
+            registration: registration,
+            nonce: nonce
+        )
+        var expected = Array("e2ee-relay/register-push/v2".utf8) + [0]
+        expected += [1] + Array("u".utf8) + [1] + Array("d".utf8) + [3] + Array("fcm".utf8)
+        expected += [0, 3] + Array("a/B".utf8) + [0] + [1, 2, 3, 4, 5, 6, 7, 8] + nonce
+        #expect(signed == expected)
+        var apns = registration
+        apns.environment = "development"
+        let withEnvironment = RelayAuthorization.registerMessage(
+            userID: "u",
+            deviceID: "d",
+            registration: apns,
+            nonce: nonce
+        )
+        #expect(withEnvironment.count == signed.count + "development".utf8.count)
+    }
+
     @Test("a list is stored once; a newer version replaces it; rollback, reuse and a new user key are refused")
     func publishRules() async throws {
         try await ServiceFixture.with { fixture in
@@ -116,7 +148,7 @@ struct RelayRegistrationTests {
                 signingKey: phone.signingKey,
                 nowMs: now
             )
-            altered.deviceToken = TestUser.address("evil").deviceToken
+            altered.address = TestUser.address("evil").push.address
             #expect(await register(altered) == .badAuthorization)
             // Six minutes old.
             let stale = try RelayAuthorization.signedRegistration(
@@ -145,8 +177,25 @@ struct RelayRegistrationTests {
             #expect(await register(unknown, device: "watch") == .unknownDevice)
             // Bad shapes.
             var shortToken = good
-            shortToken.deviceToken = "abcd"
+            shortToken.address = "com.example.app/abcd"
             #expect(await register(shortToken) == .badPushAddress)
+            var noTopic = good
+            noTopic.address = String(good.address.drop { $0 != "/" })
+            #expect(await register(noTopic) == .badPushAddress)
+            var noEnvironment = good
+            noEnvironment.environment = nil
+            #expect(await register(noEnvironment) == .badPushAddress)
+            var badService = good
+            badService.service = "APNs"
+            #expect(await register(badService) == .badPushAddress)
+            // A service without environments is refused one; a well-formed address of a service this relay has no
+            // deliverer for is refused by name, not stored.
+            var fcmWithEnvironment = good
+            fcmWithEnvironment.service = "fcm"
+            #expect(await register(fcmWithEnvironment) == .badPushAddress)
+            var fcm = fcmWithEnvironment
+            fcm.environment = nil
+            #expect(await register(fcm) == .unsupportedPushService)
             var noSignature = good
             noSignature.signature = "00"
             #expect(

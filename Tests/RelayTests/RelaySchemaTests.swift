@@ -167,12 +167,13 @@ struct RelaySchemaTests {
         #expect(found.objects == Self.expectedObjects)
     }
 
-    /// User "u" of ``RelayStoreContractTests/seed(_:pushes:)`` and ``legacyPushes(_:blob:)`` in the unmigrated SQLite
+    /// User "u" of ``RelayStoreContractTests/seed(_:pushes:registering:)`` and ``legacyPushes(_:blob:)`` in the unmigrated SQLite
     /// file at `path`.
     static func seedLegacySQLite(_ path: String, pushes: Int) async throws {
-        try await Self.withSQLiteStore(path) { try await RelayStoreContractTests.seed($0, pushes: 0) }
         let db = try SQLiteConnection(path: path)
-        for statement in Self.legacyPushes(pushes, blob: Self.sqliteBlob) { try db.execute(statement) }
+        for statement in Self.legacySeed(blob: Self.sqliteBlob) + Self.legacyPushes(pushes, blob: Self.sqliteBlob) {
+            try db.execute(statement)
+        }
     }
 
     @Test("SQLite: a version-1 database's queued pushes hold their envelopes at version 2 and are delivered")
@@ -192,6 +193,33 @@ struct RelaySchemaTests {
             try await Self.expectDeliveredAsEnvelopes(store, count: 2)
         }
         #expect(try Self.inspectSQLite(path).version == Self.latest)
+    }
+
+    @Test("SQLite: a version-2 database's APNs addresses become apns '<topic>/<token>' at version 3, rows kept")
+    func sqliteVersion2Addresses() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        let path = folder.file("relay.sqlite")
+        do {
+            let db = try SQLiteConnection(path: path)
+            for statement in Self.legacySQLite() + Self.version2Statements { try db.execute(statement) }
+            try db.execute("PRAGMA application_id = \(RelaySchema.applicationID)")
+            try db.execute("PRAGMA user_version = 2")
+        }
+        do {
+            let db = try SQLiteConnection(path: path)
+            for statement in Self.legacySeed(blob: Self.sqliteBlob, registered: false)
+                + Self.version2Rows(blob: Self.sqliteBlob)
+            {
+                try db.execute(statement)
+            }
+        }
+        try await Self.withSQLiteStore(path) { store in
+            try await store.migrate()
+            try await Self.expectVersion2Converted(store)
+        }
+        let found = try Self.inspectSQLite(path)
+        #expect(found.version == Self.latest && found.objects == Self.expectedObjects)
     }
 
     @Test("SQLite: a database of a newer relay is refused at start, saying to run that relay, and left unchanged")
@@ -290,8 +318,9 @@ struct RelaySchemaTests {
             }
             try await store.executeForTesting("INSERT INTO lists VALUES ('old', '\\x07', 4, '\\x01', '\\x7b7d', 0)")
             if withFailedReason {
-                try await RelayStoreContractTests.seed(store, pushes: 0)
-                for statement in Self.legacyPushes(3, blob: Self.postgresBlob) {
+                for statement in Self.legacySeed(blob: Self.postgresBlob)
+                    + Self.legacyPushes(3, blob: Self.postgresBlob)
+                {
                     try await store.executeForTesting(statement)
                 }
             }
@@ -337,8 +366,7 @@ struct RelaySchemaTests {
                 "CREATE TABLE relay_schema (version BIGINT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
             )
             try await store.executeForTesting("INSERT INTO relay_schema (version) VALUES (1)")
-            try await RelayStoreContractTests.seed(store, pushes: 0)
-            for statement in Self.legacyPushes(2, blob: Self.postgresBlob) {
+            for statement in Self.legacySeed(blob: Self.postgresBlob) + Self.legacyPushes(2, blob: Self.postgresBlob) {
                 try await store.executeForTesting(statement)
             }
             try await store.migrate()
@@ -347,7 +375,99 @@ struct RelaySchemaTests {
         }
     }
 
+    @Test(
+        "PostgreSQL: a version-2 database's APNs addresses become apns '<topic>/<token>' at version 3, rows kept",
+        .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)
+    )
+    func postgresVersion2Addresses() async throws {
+        try await Self.withPostgres { store in
+            for statement in Self.legacyPostgres() + Self.version2Statements {
+                try await store.executeForTesting(statement)
+            }
+            try await store.executeForTesting(
+                "CREATE TABLE relay_schema (version BIGINT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+            try await store.executeForTesting("INSERT INTO relay_schema (version) VALUES (1), (2)")
+            for statement in Self.legacySeed(blob: Self.postgresBlob, registered: false)
+                + Self.version2Rows(blob: Self.postgresBlob)
+            {
+                try await store.executeForTesting(statement)
+            }
+            try await store.migrate()
+            #expect(try await Self.postgresVersion(store) == Self.latest)
+            try await Self.expectVersion2Converted(store)
+        }
+    }
+
     // MARK: shared
+
+    /// User "u" of ``RelayStoreContractTests/seed(_:pushes:registering:)`` (its list, devices "a" and "b") as the
+    /// relay of versions 1 and 2 wrote it, the push addresses (when `registered`) in the APNs columns. Written in
+    /// SQL: the store of this version reads and writes the columns of the latest version only.
+    static func legacySeed(blob: ([UInt8]) -> String, registered: Bool = true) -> [String] {
+        let list = RelayStoreContractTests.list(version: 1, devices: ["a", "b"])
+        let listRow = """
+            INSERT INTO lists (user_id, user_signing_key, list_version, list_digest, list_json, updated_at_ms)
+            VALUES ('u', \(blob(list.userSigningKey)), 1, \(blob(list.digest)), \(blob(list.json)), 0)
+            """
+        let deviceRows = list.devices.enumerated().map { position, device in
+            let token = registered ? "'\(TestUser.token(device.deviceID))'" : "NULL"
+            let topic = registered ? "'com.example.app'" : "NULL"
+            let environment = registered ? "'development'" : "NULL"
+            return """
+                INSERT INTO devices (user_id, device_id, position, signing_key, device_token, topic, environment,
+                  registered_at_ms)
+                VALUES ('u', '\(device.deviceID)', \(position), \(blob(device.signingKey)), \(token), \(topic),
+                  \(environment), 0)
+                """
+        }
+        return [listRow] + deviceRows
+    }
+
+    /// What version 2 changed on the legacy schema.
+    static let version2Statements = ["ALTER TABLE pushes RENAME COLUMN body TO envelope"]
+
+    /// Rows as a relay of version 2 wrote them for user "u" of ``RelayStoreContractTests/seed(_:pushes:registering:)``:
+    /// device "a" registered in APNs' columns (token in `device_token`, bundle id in `topic`), device "b" not
+    /// registered, one queued push to "a" and one delivered push with its APNs status and reason.
+    static func version2Rows(blob: ([UInt8]) -> String) -> [String] {
+        let token = TestUser.token("a")
+        return [
+            """
+            UPDATE devices SET device_token = '\(token)', topic = 'com.example.app', environment = 'development',
+              registered_at_ms = 0 WHERE user_id = 'u' AND device_id = 'a'
+            """,
+            """
+            INSERT INTO pushes (push_id, user_id, device_id, envelope, state, attempts, next_attempt_at_ms,
+              enqueued_at_ms, completions)
+            VALUES ('v2-queued', 'u', 'a', \(blob(Self.legacyPush.envelope)), 'queued', 0, 0, 0, 0)
+            """,
+            """
+            INSERT INTO pushes (push_id, user_id, device_id, envelope, state, attempts, next_attempt_at_ms,
+              enqueued_at_ms, completed_at_ms, apns_status, apns_reason, completions)
+            VALUES ('v2-done', 'u', 'a', NULL, 'failed', 1, 0, 0, 0, 400, 'BadPriority', 1)
+            """,
+        ]
+    }
+
+    /// After the migration to version 3: "a"'s address is apns `<topic>/<token>` in its environment, "b" has none,
+    /// the queued push leases with the converted address, and the completed push keeps its status and reason.
+    static func expectVersion2Converted(_ store: any RelayStore) async throws {
+        let devices = try await store.devices(userID: "u")
+        #expect(devices.map(\.deviceID) == ["a", "b"])
+        #expect(devices[0].address == TestUser.address("a"))
+        #expect(
+            devices[0].address?.push == PushAddress(service: .apns, address: "com.example.app/" + TestUser.token("a"))
+        )
+        #expect(devices[0].address?.environment == "development")
+        #expect(devices[1].address == nil)
+        let leased = try await store.lease(owner: "w", limit: 10, nowMs: 1, leaseMs: 100)
+        #expect(leased.map(\.pushID) == ["v2-queued"])
+        #expect(leased.first?.address == TestUser.address("a"))
+        #expect(leased.first?.envelope == Self.legacyPush.envelope)
+        let done = try #require(try await store.push("v2-done"))
+        #expect(done.state == .failed && done.apnsStatus == 400 && done.apnsReason == "BadPriority")
+    }
 
     /// A sealed push's envelope, and the APNs body the relay of version 1 queued for it.
     static let legacyPush: (envelope: [UInt8], body: [UInt8]) = {
@@ -360,7 +480,7 @@ struct RelaySchemaTests {
     static let postgresBlob: @Sendable ([UInt8]) -> String = { "'\\x\(Hex.encode($0))'" }
 
     /// The queue's rows as the relay of version 1 wrote them, for user "u" of
-    /// ``RelayStoreContractTests/seed(_:pushes:)``: `count` queued pushes holding ``legacyPush``'s APNs body, and
+    /// ``RelayStoreContractTests/seed(_:pushes:registering:)``: `count` queued pushes holding ``legacyPush``'s APNs body, and
     /// one delivered push, its body cleared.
     static func legacyPushes(_ count: Int, blob: ([UInt8]) -> String) -> [String] {
         (0..<count).map { index in
@@ -398,7 +518,7 @@ struct RelaySchemaTests {
         #expect(try await store.push("legacy-done")?.state == .delivered)
     }
 
-    /// The legacy fixture's row of user "old" and the rows ``RelayStoreContractTests/seed(_:pushes:)`` wrote with 3
+    /// The legacy fixture's row of user "old" and the rows ``RelayStoreContractTests/seed(_:pushes:registering:)`` wrote with 3
     /// pushes are all there.
     @discardableResult
     static func expectSeeded(_ store: any RelayStore) async throws -> [LeasedPush] {

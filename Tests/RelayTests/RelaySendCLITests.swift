@@ -30,7 +30,7 @@ struct RelaySendCLITests {
             var registry = DeviceRegistry()
             if watchGoneAtAPNs {
                 registry.markUnregistered(
-                    TestUser.address("watch").deviceToken,
+                    TestUser.token("watch"),
                     at: Date(timeIntervalSince1970: 1_700_000_000)
                 )
             }
@@ -191,7 +191,7 @@ struct RelaySendCLITests {
             #expect(Set(records.map { $0.apnsID.lowercased() }) == Set(deviceOf.keys))
             for record in records {
                 let deviceID = deviceOf[record.apnsID.lowercased()] ?? "-"
-                #expect(record.deviceToken == TestUser.address(deviceID).deviceToken)
+                #expect(record.deviceToken == TestUser.token(deviceID))
             }
             // Uniform: the same headers (apns-id aside) and the same body length for a text and a call.
             let headerSets = Set(records.map { $0.headers.filter { $0.key != "apns-id" } })
@@ -457,7 +457,12 @@ struct RelayDeviceCLITests {
             let devices = try await fixture.store.devices(userID: "bob")
             #expect(
                 devices.map(\.address)
-                    == [PushAddress(deviceToken: token, topic: "com.example.app", environment: "development")]
+                    == [
+                        RegisteredAddress(
+                            apns: APNsAddress(topic: "com.example.app", deviceToken: token),
+                            environment: "development"
+                        )
+                    ]
             )
 
             let tokenFile = folder.file("bob.delivery-token")

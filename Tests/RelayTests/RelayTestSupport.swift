@@ -78,12 +78,15 @@ struct TestUser: Sendable {
         topic: String = "com.example.app",
         environment: String = "development"
     )
-        -> PushAddress
+        -> RegisteredAddress
     {
         let hex = Hex.encode(Array(deviceID.utf8))
         let token = String((hex + String(repeating: "0", count: 64)).prefix(64))
-        return PushAddress(deviceToken: token, topic: topic, environment: environment)
+        return RegisteredAddress(apns: APNsAddress(topic: topic, deviceToken: token), environment: environment)
     }
+
+    /// The APNs token of ``address(_:topic:environment:)``.
+    static func token(_ deviceID: String) -> String { address(deviceID).push.apns!.deviceToken }
 
     /// A text from `sender` sealed to `deviceID`'s current key.
     func sealText(

@@ -41,8 +41,8 @@ struct RelayXWingTests {
                     let records = Dictionary(
                         uniqueKeysWithValues: gateway.sink.records.map { ($0.deviceToken, $0.bodyBytes) }
                     )
-                    let tabletBody = try #require(records[TestUser.address("tablet").deviceToken])
-                    #expect(records[TestUser.address("phone").deviceToken] == phone.apnsBody)
+                    let tabletBody = try #require(records[TestUser.token("tablet")])
+                    #expect(records[TestUser.token("phone")] == phone.apnsBody)
                     #expect(tabletBody == xwing.apnsBody)
                     #expect(tabletBody.count == 4093)
                     let opened = try PushPayload.open(

@@ -73,7 +73,7 @@ struct SenderTransportCLITests {
                 "e2ee-send",
                 [
                     "text", "--to", card, "--body", "hi", "--identity", setup.folder.file("alice.identity"),
-                    "--pins", setup.folder.file("pins.json"), "--device-token", TestUser.address("phone").deviceToken,
+                    "--pins", setup.folder.file("pins.json"), "--device-token", TestUser.token("phone"),
                     "--topic", GatewayFixture.topic, "--deliver", "--apns-url", setup.gateway.baseURL, "--apns-ca",
                     setup.relay.caPath, "--apns-key-file", try setup.gateway.writeKeyFile(), "--apns-key-id",
                     GatewayFixture.keyID, "--apns-team-id", GatewayFixture.teamID,

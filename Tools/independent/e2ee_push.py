@@ -873,16 +873,41 @@ def _hex(obj: Mapping[str, object], name: str, length: int, where: str) -> bytes
     return bytes.fromhex(v)  # type: ignore[arg-type]
 
 
+_SERVICE_RE = re.compile(r"\A[a-z0-9-]{1,32}\Z")
+_ADDRESS_RE = re.compile(r"\A[\x21-\x7e]{1,4096}\Z")
+
+
+def _apns_address(address: str, where: str) -> None:
+    """§11.1: an apns address is <topic>/<device token>."""
+    topic, slash, token = address.partition("/")
+    _kf(slash == "/", f"{where}push.address is not <topic>/<device token>")
+    _kf(1 <= len(topic.encode()) <= 255, f"{where}push.address: the topic is not 1-255 bytes")
+    _kf(_HEX_RE.match(token) is not None and 64 <= len(token) <= 200 and len(token) % 2 == 0,
+        f"{where}push.address: the device token is not an even number of 64-200 hex digits")
+
+
 def _push(obj: Mapping[str, object], where: str) -> Optional[Dict[str, str]]:
+    """§11.1: {"service", "address"}; the legacy {"device_token", "topic"} is read as an apns address."""
     if "push" not in obj:
         return None
     p = obj["push"]
     _kf(isinstance(p, dict), f"{where}push is not an object")
-    token = p.get("device_token")  # type: ignore[union-attr]
-    _kf(isinstance(token, str) and _HEX_RE.match(token) is not None and 64 <= len(token) <= 200
-        and len(token) % 2 == 0, f"{where}push.device_token is not an even number of 64-200 hex digits")
-    topic = _str(p, "topic", 1, 255, f"{where}push.")  # type: ignore[arg-type]
-    return {"device_token": token, "topic": topic}  # type: ignore[dict-item]
+    current = "service" in p or "address" in p  # type: ignore[operator]
+    legacy = "device_token" in p or "topic" in p  # type: ignore[operator]
+    _kf(not (current and legacy), f"{where}push has both service/address and the legacy device_token/topic")
+    if legacy:
+        token, topic = p.get("device_token"), p.get("topic")  # type: ignore[union-attr]
+        _kf(isinstance(token, str) and isinstance(topic, str), f"{where}push.device_token/topic are not strings")
+        service, address = "apns", f"{topic}/{token}"
+    else:
+        service, address = p.get("service"), p.get("address")  # type: ignore[union-attr]
+        _kf(isinstance(service, str) and _SERVICE_RE.match(service) is not None,
+            f"{where}push.service is not 1-32 bytes of a-z, 0-9 and '-'")
+    _kf(isinstance(address, str) and _ADDRESS_RE.match(address) is not None,
+        f"{where}push.address is not 1-4096 bytes of printable ASCII without spaces")
+    if service == "apns":
+        _apns_address(address, where)  # type: ignore[arg-type]
+    return {"service": service, "address": address}  # type: ignore[dict-item]
 
 
 def _device_id(obj: Mapping[str, object], where: str) -> str:

@@ -248,9 +248,8 @@ struct ConnBench {
         try await client.registerPush(
             userID: "bob",
             deviceID: "phone",
-            address: PushAddress(
-                deviceToken: String(repeating: "ab", count: 32),
-                topic: topic,
+            address: RegisteredAddress(
+                apns: APNsAddress(topic: topic, deviceToken: String(repeating: "ab", count: 32)),
                 environment: "development"
             ),
             signingKey: bob.signingKey

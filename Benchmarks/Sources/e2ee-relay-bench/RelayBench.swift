@@ -346,7 +346,10 @@ struct RelayBench {
             try await clients[0].registerPush(
                 userID: bob,
                 deviceID: deviceIdentity.deviceID,
-                address: PushAddress(deviceToken: apnsToken(device), topic: topic, environment: "development"),
+                address: RegisteredAddress(
+                    apns: APNsAddress(topic: topic, deviceToken: apnsToken(device)),
+                    environment: "development"
+                ),
                 signingKey: deviceIdentity.signingKey
             )
         }

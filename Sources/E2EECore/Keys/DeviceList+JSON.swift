@@ -82,7 +82,7 @@ extension DeviceList.Device: Codable {
         self.signedInAtMs = try c.decode(UInt64.self, forKey: .signedInAtMs)
         self.certificate = try c.decode(HexBytes.self, forKey: .certificate).bytes
         self.deviceKeys = try c.decode([DeviceList.DeviceKeyEntry].self, forKey: .deviceKeys)
-        self.push = try c.decodeIfPresent(DeviceList.Push.self, forKey: .push)
+        self.push = try c.decodeIfPresent(PushAddress.self, forKey: .push)
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -4,7 +4,7 @@
 /// `e2ee-filter once` reads every contact card at each start, and `JSONDecoder`'s first use in a process (its
 /// generic containers, instantiated and checked at run time) cost more than the rest of reading a card. The scan takes
 /// only what `JSONDecoder` decodes to the same values: every key of §11.1 byte for byte, at most once each, no other
-/// key, strings with the simple escapes, plain unsigned integers, no `null`. It then runs the same constructors and
+/// key, strings with the simple escapes, plain unsigned integers, no `null`, a push address in its current form only. It then runs the same constructors and
 /// the same well-formedness check as `init(from:)`. Anything else, a failed check included, returns `nil` and
 /// ``DeviceList/parse(_:)`` decodes with `JSONDecoder`, which also words the error: the scan can only be faster,
 /// never different (DeviceListScanTests and the device-list fuzzer compare the two).
@@ -20,7 +20,8 @@ extension DeviceList {
     private static let listNames = Self.names(CodingKeys.self)
     private static let deviceNames = Self.names(Device.CodingKeys.self)
     private static let keyNames = Self.names(DeviceKeyEntry.CodingKeys.self)
-    private static let pushNames = Self.names(Push.CodingKeys.self)
+    /// The current form of a push address only; the legacy one is JSONDecoder's (PushAddress.swift).
+    private static let pushNames: [[UInt8]] = [Array("service".utf8), Array("address".utf8)]
 
     private static func names<Key: CodingKey & CaseIterable>(_: Key.Type) -> [[UInt8]] {
         Key.allCases.map { Array($0.stringValue.utf8) }
@@ -84,7 +85,7 @@ extension DeviceList {
         var signedInAtMs: UInt64?
         var certificate: [UInt8]?
         var keys: [DeviceKeyEntry]?
-        var push: Push?
+        var push: PushAddress?
         let taken = scanner.object(names: Self.deviceNames) { scanner, index in
             switch Device.CodingKeys.allCases[index] {
             case .deviceID: return Self.set(&deviceID, scanner.string())
@@ -140,16 +141,13 @@ extension DeviceList {
         )
     }
 
-    private static func push(_ scanner: inout JSONScanner) -> Push? {
-        var deviceToken: String?
-        var topic: String?
+    private static func push(_ scanner: inout JSONScanner) -> PushAddress? {
+        var service: String?
+        var address: String?
         let taken = scanner.object(names: Self.pushNames) { scanner, index in
-            switch Push.CodingKeys.allCases[index] {
-            case .deviceToken: return Self.set(&deviceToken, scanner.string())
-            case .topic: return Self.set(&topic, scanner.string())
-            }
+            index == 0 ? Self.set(&service, scanner.string()) : Self.set(&address, scanner.string())
         }
-        guard taken, let deviceToken, let topic else { return nil }
-        return Push(deviceToken: deviceToken, topic: topic)
+        guard taken, let service, let address else { return nil }
+        return PushAddress(service: PushService(rawValue: service), address: address)
     }
 }

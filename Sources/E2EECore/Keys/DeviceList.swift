@@ -29,20 +29,6 @@ public struct DeviceList: Sendable, Hashable {
         }
     }
 
-    /// Where a device receives pushes. Not signed (§11.1): it only says where ciphertext goes.
-    public struct Push: Sendable, Hashable, Codable {
-        public var deviceToken: String
-        public var topic: String
-        public init(deviceToken: String, topic: String) {
-            self.deviceToken = deviceToken
-            self.topic = topic
-        }
-        enum CodingKeys: String, CodingKey, CaseIterable {
-            case deviceToken = "device_token"
-            case topic
-        }
-    }
-
     /// One signed-in device.
     public struct Device: Sendable, Hashable {
         public var deviceID: String
@@ -53,7 +39,8 @@ public struct DeviceList: Sendable, Hashable {
         public var certificate: [UInt8]
         /// Oldest first; the last is the current key.
         public var deviceKeys: [DeviceKeyEntry]
-        public var push: Push?
+        /// Where the device receives pushes. Not signed (§11.1): it only says where ciphertext goes.
+        public var push: PushAddress?
 
         /// The key senders seal to (§11.1: the last, the only one not retired).
         public var currentKey: DeviceKeyEntry { self.deviceKeys[self.deviceKeys.count - 1] }
@@ -343,15 +330,9 @@ public struct DeviceList: Sendable, Hashable {
         }
     }
 
-    static func checkPush(_ push: Push, device: String) throws(E2EEError) {
-        guard let token = Hex.decode(push.deviceToken), (32...100).contains(token.count) else {
-            throw E2EEError(
-                .keyFile,
-                "device \"\(device)\": push.device_token must be 64-200 hex digits (an even number)"
-            )
-        }
-        guard (1...255).contains(push.topic.utf8.count) else {
-            throw E2EEError(.keyFile, "device \"\(device)\": push.topic must be 1-255 bytes")
+    static func checkPush(_ push: PushAddress, device: String) throws(E2EEError) {
+        if let problem = push.problem {
+            throw E2EEError(.keyFile, "device \"\(device)\": push: \(problem)")
         }
     }
 
@@ -383,7 +364,7 @@ public struct DeviceList: Sendable, Hashable {
         deviceID: String,
         signingKey: SigningPublicKey,
         keys: [DeviceKeyEntry],
-        push: Push?,
+        push: PushAddress?,
         userKey: SigningPrivateKey,
         atMs: UInt64
     ) throws(E2EEError) -> Device {
@@ -401,7 +382,8 @@ public struct DeviceList: Sendable, Hashable {
     }
 
     /// The first list of a user: version 1, `identity`'s device only. `identity` must hold the user key.
-    public static func create(for identity: Identity, push: Push?, nowMs: UInt64) throws(E2EEError) -> DeviceList {
+    public static func create(for identity: Identity, push: PushAddress?, nowMs: UInt64) throws(E2EEError) -> DeviceList
+    {
         guard let userKey = identity.userSigningKey else {
             throw E2EEError.invalidArgument(
                 "\(identity.userID)/\(identity.deviceID) does not hold the user key: only a device made with keygen (the user's first device) can sign a device list"
@@ -473,7 +455,11 @@ public struct DeviceList: Sendable, Hashable {
     }
 
     /// The next version of this list with `signer`'s own device keys as they are now (after a rotation).
-    public func updatingKeys(of signer: Identity, push: Push? = nil, nowMs: UInt64) throws(E2EEError) -> DeviceList {
+    public func updatingKeys(
+        of signer: Identity,
+        push: PushAddress? = nil,
+        nowMs: UInt64
+    ) throws(E2EEError) -> DeviceList {
         let userKey = try self.userKey(of: signer)
         var next = self
         guard let index = next.devices.firstIndex(where: { $0.signingKey == signer.signingKey.publicKey }) else {
@@ -515,7 +501,7 @@ public struct DeviceList: Sendable, Hashable {
 
     /// This list with `deviceID`'s push address replaced. The push address is not signed, so the list's version
     /// and signature stay as they are.
-    public func settingPush(_ push: Push?, deviceID: String) throws(E2EEError) -> DeviceList {
+    public func settingPush(_ push: PushAddress?, deviceID: String) throws(E2EEError) -> DeviceList {
         guard let index = self.devices.firstIndex(where: { $0.deviceID == deviceID }) else {
             throw E2EEError.invalidArgument("\(self.userID) has no device \"\(deviceID)\"")
         }
@@ -588,7 +574,7 @@ public struct DeviceList: Sendable, Hashable {
         userKey: SigningPrivateKey,
         listVersion: UInt64,
         issuedAtMs: UInt64,
-        devices: [(identity: Identity, signedInAtMs: UInt64, push: Push?)]
+        devices: [(identity: Identity, signedInAtMs: UInt64, push: PushAddress?)]
     ) throws(E2EEError) -> DeviceList {
         var list = DeviceList(
             userID: userID,

@@ -12,7 +12,7 @@ public struct DeviceRequest: Sendable, Hashable {
     public var deviceID: String
     public var signingKey: SigningPublicKey
     public var deviceKeys: [DeviceList.DeviceKeyEntry]
-    public var push: DeviceList.Push?
+    public var push: PushAddress?
     public var createdAtMs: UInt64
     public var proof: [UInt8]
 
@@ -29,7 +29,7 @@ public struct DeviceRequest: Sendable, Hashable {
     /// The request of `identity`'s device, signed with its device signing key.
     public static func make(
         for identity: Identity,
-        push: DeviceList.Push?,
+        push: PushAddress?,
         nowMs: UInt64
     ) throws(E2EEError)
         -> DeviceRequest
@@ -126,7 +126,7 @@ extension DeviceRequest: Codable {
             throw E2EEError(.keyFile, "signing_key_id does not match signing_key")
         }
         self.deviceKeys = try c.decode([DeviceList.DeviceKeyEntry].self, forKey: .deviceKeys)
-        self.push = try c.decodeIfPresent(DeviceList.Push.self, forKey: .push)
+        self.push = try c.decodeIfPresent(PushAddress.self, forKey: .push)
         self.createdAtMs = try c.decode(UInt64.self, forKey: .createdAtMs)
         self.proof = try c.decode(HexBytes.self, forKey: .proof).bytes
         guard version == self.formatVersion else {

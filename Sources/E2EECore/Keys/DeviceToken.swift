@@ -1,4 +1,4 @@
-/// The one rule for an APNs device token, wherever a token is accepted: a card's `push.device_token`
+/// The one rule for an APNs device token, wherever a token is accepted: a card's APNs address's device token
 /// (docs/PROTOCOL.md §11.1), `e2ee-send keygen|device request|card|relay register --device-token`, a send's
 /// `--device-token` override, the APNs client before it sends, the relay's registration, the filter's
 /// `--device-token`.

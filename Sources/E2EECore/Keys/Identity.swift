@@ -188,7 +188,7 @@ public struct Identity: Sendable, CustomStringConvertible {
 extension Identity {
     /// A one-device list of this identity (version 1), as `keygen` publishes it. The identity must hold the user
     /// key. - Throws: `.invalidArgument` when it does not.
-    public func card(push: DeviceList.Push? = nil, nowMs: UInt64 = 0) throws(E2EEError) -> DeviceList {
+    public func card(push: PushAddress? = nil, nowMs: UInt64 = 0) throws(E2EEError) -> DeviceList {
         try DeviceList.create(for: self, push: push, nowMs: nowMs)
     }
 }

@@ -147,20 +147,32 @@ public final class RelayService: Sendable {
         try Identifiers.checkUserID(userID)
         try Identifiers.checkDeviceID(deviceID)
         let registration = try Self.decode(RelayAPI.PushRegistration.self, body)
-        let address = PushAddress(
-            deviceToken: registration.deviceToken.lowercased(),
-            topic: registration.topic,
+        let received = RegisteredAddress(
+            push: PushAddress(service: PushService(rawValue: registration.service), address: registration.address),
             environment: registration.environment
         )
-        try Self.checkAddress(address)
-        guard self.policy.topics.isEmpty || self.policy.topics.contains(address.topic) else {
+        try Self.checkAddress(received)
+        // The relay delivers through APNs only (its one deliverer); an address of another service is refused here
+        // rather than stored and failed at every push.
+        guard let apns = received.push.apns, let environment = received.environment else {
+            throw RelayError(
+                .unsupportedPushService,
+                "this relay delivers through apns only; service \"\(received.push.service)\" has no deliverer here"
+            )
+        }
+        // Stored with the token in lower case (the signature is checked over what was received).
+        let address = RegisteredAddress(
+            apns: APNsAddress(topic: apns.topic, deviceToken: apns.deviceToken.lowercased()),
+            environment: environment
+        )
+        guard self.policy.topics.isEmpty || self.policy.topics.contains(apns.topic) else {
             throw RelayError(
                 .topicNotAllowed,
                 "this relay delivers for \(self.policy.topics.sorted().joined(separator: ", ")) only; topic "
-                    + "\"\(address.topic)\" belongs to another app (APNs would refuse it: TopicDisallowed)"
+                    + "\"\(apns.topic)\" belongs to another app (APNs would refuse it: TopicDisallowed)"
             )
         }
-        guard self.policy.environments.contains(address.environment) else {
+        guard self.policy.environments.contains(environment) else {
             throw RelayError(
                 .unsupportedEnvironment,
                 "this relay delivers to \(self.policy.environments.sorted().joined(separator: ", ")) only"
@@ -511,5 +523,5 @@ public final class RelayService: Sendable {
         return signature
     }
 
-    static func checkAddress(_ address: PushAddress) throws(RelayError) { try address.check() }
+    static func checkAddress(_ address: RegisteredAddress) throws(RelayError) { try address.check() }
 }

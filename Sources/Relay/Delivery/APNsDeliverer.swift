@@ -1,4 +1,4 @@
-import E2EECore
+public import E2EECore
 import Foundation
 import PushTransport
 public import Sender
@@ -14,13 +14,26 @@ public struct APNsDeliverer: PushDeliverer {
         self.clients = clients
     }
 
+    public var service: PushService { .apns }
+
     public func deliver(_ pushes: [PushDelivery]) async -> [DeliveryReport] {
         var reports = [DeliveryReport?](repeating: nil, count: pushes.count)
         var groups: [String: [(index: Int, request: APNsRequest)]] = [:]
         for (index, push) in pushes.enumerated() {
-            guard self.clients[push.address.environment] != nil else {
+            // DeliveryService hands this deliverer apns addresses only, checked at registration; an address that is
+            // not one is refused here rather than sent somewhere.
+            guard let apns = push.address.push.apns else {
                 reports[index] = DeliveryReport(
-                    outcome: .rejected(reason: "no APNs client for environment \(push.address.environment)"),
+                    outcome: .addressRefused(reason: RelayError.Code.badPushAddress.rawValue),
+                    label: "local-not-apns-address",
+                    signal: .notAsked
+                )
+                continue
+            }
+            let environment = push.address.environment ?? ""
+            guard self.clients[environment] != nil else {
+                reports[index] = DeliveryReport(
+                    outcome: .rejected(reason: "no APNs client for environment \(environment)"),
                     label: "local-no-client",
                     signal: .notAsked
                 )
@@ -40,14 +53,14 @@ public struct APNsDeliverer: PushDeliverer {
                 continue
             }
             let request = APNsRequest(
-                deviceToken: push.address.deviceToken,
+                deviceToken: apns.deviceToken,
                 headers: PushBuilder.uniformHeaders(
-                    topic: push.address.topic,
+                    topic: apns.topic,
                     apnsID: UUID(uuidString: push.pushID) ?? UUID()
                 ),
                 body: String(decoding: APNsAlertTransport.body(for: envelope), as: UTF8.self)
             )
-            groups[push.address.environment, default: []].append((index, request))
+            groups[environment, default: []].append((index, request))
         }
         let sent = await withTaskGroup(of: [(Int, DeliveryReport)].self) { group in
             for (environment, items) in groups {

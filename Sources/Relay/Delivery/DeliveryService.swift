@@ -146,14 +146,33 @@ public final class DeliveryService: Service, Sendable {
                 settled.append(Settled(push: push, outcome: .removed, status: "local-no-address"))
                 continue
             }
-            guard self.configuration.topics.isEmpty || self.configuration.topics.contains(address.topic) else {
+            guard address.push.service == self.deliverer.service else {
+                // Registered for a service this relay has no deliverer for (a database shared with a relay that
+                // has one, or restored): the address fails with a reason, the push is not silently dropped.
+                settled.append(
+                    Settled(
+                        push: push,
+                        outcome: .addressRefused(
+                            atMs: self.now(),
+                            address: address.push.address,
+                            status: nil,
+                            reason: RelayError.Code.unsupportedPushService.rawValue
+                        ),
+                        status: "local-unsupported-push-service"
+                    )
+                )
+                continue
+            }
+            if let topic = address.push.apns?.topic, !self.configuration.topics.isEmpty,
+                !self.configuration.topics.contains(topic)
+            {
                 // Registered before the relay was configured with its topics: APNs would refuse it (TopicDisallowed).
                 settled.append(
                     Settled(
                         push: push,
                         outcome: .addressRefused(
                             atMs: self.now(),
-                            deviceToken: address.deviceToken,
+                            address: address.push.address,
                             status: nil,
                             reason: RelayError.Code.topicNotAllowed.rawValue
                         ),
@@ -199,7 +218,7 @@ public final class DeliveryService: Service, Sendable {
     }
 
     /// What the queue records for a deliverer's report, and what readiness learns from it.
-    func outcome(of report: DeliveryReport, for push: LeasedPush, address: PushAddress) -> PushOutcome {
+    func outcome(of report: DeliveryReport, for push: LeasedPush, address: RegisteredAddress) -> PushOutcome {
         let now = self.now()
         switch report.signal {
         case .answered: self.health.record(.worked, atMs: now)
@@ -211,9 +230,9 @@ public final class DeliveryService: Service, Sendable {
         case .delivered:
             return .delivered(status: report.status)
         case .unregistered(let sinceMs):
-            return .unregistered(atMs: sinceMs ?? now, deviceToken: address.deviceToken)
+            return .unregistered(atMs: sinceMs ?? now, address: address.push.address)
         case .addressRefused(let reason):
-            return .addressRefused(atMs: now, deviceToken: address.deviceToken, status: report.status, reason: reason)
+            return .addressRefused(atMs: now, address: address.push.address, status: report.status, reason: reason)
         case .rejected(let reason):
             return .failed(status: report.status, reason: reason)
         case .retryLater(let reason, let retryAfterMs):

@@ -1,3 +1,4 @@
+public import E2EECore
 public import RelayClient
 
 /// What delivers leased pushes to a push service (docs/RELAY.md "Queue and delivery"): ``DeliveryService`` leases
@@ -9,6 +10,10 @@ public import RelayClient
 /// A deliverer never throws: every push gets a report, in order, whatever happened to it (a request that could not
 /// be made is a report too, `retryLater` or `rejected`).
 public protocol PushDeliverer: Sendable {
+    /// The push service this deliverer delivers through: ``DeliveryService`` hands it only addresses of that service
+    /// (a push whose address is of another service fails with `unsupported-push-service`).
+    var service: PushService { get }
+
     /// Delivers `pushes` and reports what became of each.
     ///
     /// - Returns: one report per push, in the order of `pushes`.
@@ -20,14 +25,14 @@ public struct PushDelivery: Sendable, Hashable {
     /// The push id (APNs uses it as the `apns-id`).
     public var pushID: String
     /// The device's push address now (the one registered when the push was leased, not when it was submitted).
-    public var address: PushAddress
+    public var address: RegisteredAddress
     /// The envelope bytes as submitted (checked against the APNs padding table at submit): the deliverer frames
     /// them into its service's body.
     public var envelope: [UInt8]
     /// This push's attempt number, from 1.
     public var attempt: Int
 
-    public init(pushID: String, address: PushAddress, envelope: [UInt8], attempt: Int) {
+    public init(pushID: String, address: RegisteredAddress, envelope: [UInt8], attempt: Int) {
         self.pushID = pushID
         self.address = address
         self.envelope = envelope

@@ -137,6 +137,26 @@ enum RelaySchema {
                 .unframeQueuedAPNsBodies,
             ]
         },
+        // Version 3: a device's push address is a service and an opaque address (docs/PROTOCOL.md §11.1), not APNs'
+        // token and topic: registered APNs addresses become service 'apns', address '<topic>/<device token>'. The
+        // queue's status columns lose their APNs name (a deliverer of another service fills them too). A relay of
+        // version 2 on a shared PostgreSQL database then fails on the missing columns instead of reading a half.
+        Migration(version: 3) { _ in
+            [
+                .sql("ALTER TABLE devices ADD COLUMN service TEXT"),
+                .sql("ALTER TABLE devices ADD COLUMN address TEXT"),
+                .sql(
+                    """
+                    UPDATE devices SET service = 'apns', address = topic || '/' || device_token
+                    WHERE device_token IS NOT NULL AND topic IS NOT NULL
+                    """
+                ),
+                .sql("ALTER TABLE devices DROP COLUMN device_token"),
+                .sql("ALTER TABLE devices DROP COLUMN topic"),
+                .sql("ALTER TABLE pushes RENAME COLUMN apns_status TO service_status"),
+                .sql("ALTER TABLE pushes RENAME COLUMN apns_reason TO service_reason"),
+            ]
+        },
     ]
 
     /// The envelope that the APNs body `body` (a row of version 1) carries, or nil when it carries none.

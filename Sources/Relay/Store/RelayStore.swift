@@ -32,7 +32,12 @@ public protocol RelayStore: Sendable {
     /// Sets (or replaces) a device's push address and clears its unregistered mark.
     ///
     /// - Throws: `unknown-device` if the device is no longer in the user's list.
-    func registerPush(userID: String, deviceID: String, address: PushAddress, nowMs: Int64) async throws(RelayError)
+    func registerPush(
+        userID: String,
+        deviceID: String,
+        address: RegisteredAddress,
+        nowMs: Int64
+    ) async throws(RelayError)
 
     /// Replaces the user's delivery token hashes.
     func replaceDeliveryTokens(userID: String, hashes: [[UInt8]], nowMs: Int64) async throws(RelayError)
@@ -97,7 +102,7 @@ public struct StoredList: Sendable, Hashable {
 public struct StoredDevice: Sendable, Hashable {
     public var deviceID: String
     public var signingKey: [UInt8]
-    public var address: PushAddress?
+    public var address: RegisteredAddress?
     /// When the address stopped working: APNs answered 410, or refused it for good (``failedReason``).
     public var unregisteredAtMs: Int64?
     /// APNs' reason when it refused the address for good (400 `BadDeviceToken`, `DeviceTokenNotForTopic`,
@@ -107,7 +112,7 @@ public struct StoredDevice: Sendable, Hashable {
     public init(
         deviceID: String,
         signingKey: [UInt8],
-        address: PushAddress?,
+        address: RegisteredAddress?,
         unregisteredAtMs: Int64?,
         failedReason: String? = nil
     ) {
@@ -170,7 +175,7 @@ public struct LeasedPush: Sendable, Hashable {
     public var attempts: Int
     public var enqueuedAtMs: Int64
     /// nil when the device has no active address any more (removed, or unregistered since).
-    public var address: PushAddress?
+    public var address: RegisteredAddress?
 }
 
 /// The states of a push (docs/RELAY.md "Queue and delivery").
@@ -186,12 +191,12 @@ public enum PushOutcome: Sendable, Hashable {
     case retry(retryAtMs: Int64, status: Int?, reason: String?)
     /// Not retried: any other APNs status, or attempts exhausted.
     case failed(status: Int?, reason: String)
-    /// 410: the push address `deviceToken` is dead since `atMs`.
-    case unregistered(atMs: Int64, deviceToken: String)
-    /// APNs refused the push address `deviceToken` for good (`status`, `reason`: 400 `BadDeviceToken`,
+    /// 410: the push address `address` (the service's address text) is dead since `atMs`.
+    case unregistered(atMs: Int64, address: String)
+    /// The push service refused the push address `address` for good (`status`, `reason`: 400 `BadDeviceToken`,
     /// `DeviceTokenNotForTopic`, `TopicDisallowed`), or the relay does not deliver for its topic: the push fails and
     /// the address is marked failed with the reason until the device registers again.
-    case addressRefused(atMs: Int64, deviceToken: String, status: Int?, reason: String)
+    case addressRefused(atMs: Int64, address: String, status: Int?, reason: String)
     /// The device has no usable address: dropped.
     case removed
 }

@@ -82,8 +82,8 @@ enum StorePolicy {
         return EnqueueOutcome(pushes: pushes, duplicate: true)
     }
 
-    /// A dead address to mark on the device, from an outcome: (token, when, failed reason; nil for a 410).
-    static func deadAddress(_ outcome: PushOutcome) -> (token: String, atMs: Int64, failedReason: String?)? {
+    /// A dead address to mark on the device, from an outcome: (address, when, failed reason; nil for a 410).
+    static func deadAddress(_ outcome: PushOutcome) -> (address: String, atMs: Int64, failedReason: String?)? {
         switch outcome {
         case .unregistered(let atMs, let token): (token, atMs, nil)
         case .addressRefused(let atMs, let token, _, let reason): (token, atMs, reason)

@@ -50,12 +50,16 @@ public enum DeviceFiles: Sendable {
         }
     }
 
-    /// A push address from a device token (checked by ``DeviceToken``) and the app's bundle id; nil without a token.
+    /// An APNs push address from a device token (checked by ``DeviceToken``) and the app's bundle id; nil without a
+    /// token.
     ///
-    /// - Throws: `.badDeviceToken` naming the rule the token breaks.
-    public static func push(token: String?, topic: String) throws(SenderError) -> DeviceList.Push? {
+    /// - Throws: `.badDeviceToken` naming the rule the token breaks, `.usage` for a topic that is not a bundle id
+    ///   (1-255 bytes, printable ASCII without spaces or '/').
+    public static func push(token: String?, topic: String) throws(SenderError) -> PushAddress? {
         guard let token else { return nil }
-        return DeviceList.Push(deviceToken: try PushBuilder.validateDeviceToken(token), topic: topic)
+        let address = PushAddress(APNsAddress(topic: topic, deviceToken: try PushBuilder.validateDeviceToken(token)))
+        if let problem = address.problem { throw SenderError(.usage, "--topic \(topic): \(problem)") }
+        return address
     }
 
     /// The passphrase in `file` (a secret file: mode 0600, one trailing newline dropped); nil without a file.

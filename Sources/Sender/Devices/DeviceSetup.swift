@@ -73,7 +73,7 @@ public enum DeviceSetup: Sendable {
         _ options: Options,
         withUserKey: Bool,
         nowMs: UInt64,
-        publicFile: (Identity, DeviceList.Push?) throws(E2EEError) -> (bytes: [UInt8], name: String, list: DeviceList?)
+        publicFile: (Identity, PushAddress?) throws(E2EEError) -> (bytes: [UInt8], name: String, list: DeviceList?)
     ) throws(SenderError) -> Created {
         let identityPath = try self.identityPath(options)
         let push = try DeviceFiles.push(token: options.deviceToken, topic: options.topic)

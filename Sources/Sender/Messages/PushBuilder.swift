@@ -40,7 +40,7 @@ public struct DevicePush: Sendable {
 /// fetches what it missed from its own server. A per-kind policy would tell APNs which pushes are calls.
 public struct PushBuilder: Sendable {
     public let identity: Identity
-    /// The app's bundle id (`apns-topic`) for every push, overriding the recipient card's `push.topic`; `nil`
+    /// The app's bundle id (`apns-topic`) for every push, overriding the topic of the recipient card's APNs address; `nil`
     /// takes each card's topic.
     public let topic: String?
     /// The wall clock, for the signed send time.
@@ -49,7 +49,7 @@ public struct PushBuilder: Sendable {
     /// - Parameters:
     ///   - identity: the sender.
     ///   - topic: an `apns-topic` for every push (`--topic`); `nil` (the default) uses the recipient card's
-    ///     `push.topic`, which is the bundle id the device registered its token for.
+    ///     APNs address's topic, which is the bundle id the device registered its token for.
     ///   - clock: the clock for the signed send time.
     public init(identity: Identity, topic: String? = nil, clock: WallClock = .system) {
         self.identity = identity
@@ -94,11 +94,11 @@ public struct PushBuilder: Sendable {
     /// - Parameters:
     ///   - content: what to send.
     ///   - list: the recipient's accepted device list (``ContactTrust``).
-    ///   - deviceToken: a device token overriding the device's `push.device_token`; only for a user with one
+    ///   - deviceToken: a device token overriding the token of the device's APNs address; only for a user with one
     ///     device.
     ///   - messageID: the message id every device's push carries.
     ///   - sentAtMs: the signed send time; `nil` signs the builder's clock (``clock``), once for every device.
-    ///   - topic: the `apns-topic`; default: the builder's ``topic``, then each device's `push.topic`.
+    ///   - topic: the `apns-topic`; default: the builder's ``topic``, then the topic of each device's APNs address.
     /// - Returns: one outcome per device, in the list's order: a push, or why that device gets none
     ///   (`.unknownRecipient` for a device without a push address, `.tooLarge`, ...; the sender's own device
     ///   without a push address is ``DevicePush/skipped``, not a failure).
@@ -160,11 +160,11 @@ public struct PushBuilder: Sendable {
     ///   - content: what to send.
     ///   - card: the recipient's device list.
     ///   - deviceID: the device; `nil` takes the list's only device, and a list with several is a usage error (use ``fanOut(_:to:deviceToken:messageID:sentAtMs:topic:)``).
-    ///   - deviceToken: the device token; defaults to the device's `push.device_token`.
+    ///   - deviceToken: the device token; defaults to the token of the device's APNs address.
     ///   - messageID: the message id (random by default).
     ///   - sentAtMs: for tests and demos: the signed send time, in milliseconds since the epoch; a receiver judges
     ///     staleness from it. `nil` (the default) signs the builder's clock (``clock``).
-    ///   - topic: the `apns-topic` of this push; default: the builder's ``topic``, then the device's `push.topic`.
+    ///   - topic: the `apns-topic` of this push; default: the builder's ``topic``, then the topic of the device's APNs address.
     /// - Returns: the request to send and what it carries.
     /// - Throws: `SenderError` with `.unknownRecipient` (no such device, no token or no topic), `.badDeviceToken`,
     ///   `.tooLarge` (saying what is too large for that kind) or `.usage` (a field out of range, several devices).
@@ -214,7 +214,16 @@ public struct PushBuilder: Sendable {
         topic: String?
     ) throws(SenderError) -> BuiltPush {
         let name = "\(card.userID)'s device \"\(device.deviceID)\""
-        guard let token = deviceToken ?? device.push?.deviceToken else {
+        // The device's APNs address, unless an override names the token: a device whose address is of another
+        // service gets an explicit refusal of its own, and the rest of a fan-out goes on.
+        let apns = device.push?.apns
+        if deviceToken == nil, let push = device.push, apns == nil {
+            throw SenderError(
+                .unsupportedPushService,
+                "\(name) receives pushes through \"\(push.service)\"; this sender delivers through apns only"
+            )
+        }
+        guard let token = deviceToken ?? apns?.deviceToken else {
             throw SenderError(
                 .unknownRecipient,
                 "no push address for \(name): \(card.userID) must publish a card with its \"push\" (e2ee-send card "
@@ -222,10 +231,10 @@ public struct PushBuilder: Sendable {
             )
         }
         let validToken = try Self.validateDeviceToken(token)
-        guard let topic = topic ?? self.topic ?? device.push?.topic, !topic.isEmpty else {
+        guard let topic = topic ?? self.topic ?? apns?.topic, !topic.isEmpty else {
             throw SenderError(
                 .unknownRecipient,
-                "no APNs topic for \(name): pass --topic BUNDLE_ID or use a card with \"push\".\"topic\""
+                "no APNs topic for \(name): pass --topic BUNDLE_ID or use a card with an APNs \"push\" address"
             )
         }
         let key = device.currentKey

@@ -12,7 +12,7 @@ import Foundation
 /// Every key, field by field (README "Batch requests" repeats this table):
 /// - `kind` (required): `call` (or `call-invite`), `cancel` (or `call-cancel`), `text`, `receipt`.
 /// - `to` (required): a user id found in `--contacts`, or a path to a card file ending in `.json`.
-/// - `device_token`: overrides the card's `push.device_token` (hex). `topic`: overrides the card's `push.topic`
+/// - `device_token`: overrides the card's APNs address's device token (hex). `topic`: overrides the card's APNs address's topic
 ///   (and `--topic`/`$E2EE_TOPIC`).
 /// - `message_id`: 32 hex digits; random by default. `sent_at_ms`: for tests and demos, the signed send time in
 ///   milliseconds since the epoch (default: now).
@@ -29,7 +29,7 @@ public struct SendRequest: Sendable, Codable, Hashable {
     public var kind: String
     public var to: String
     public var deviceToken: String?
-    /// The app's bundle id for this push; default: `--topic`, then the card's `push.topic`.
+    /// The app's bundle id for this push; default: `--topic`, then the card's APNs address's topic.
     public var topic: String?
     public var messageID: String?
     public var callID: String?

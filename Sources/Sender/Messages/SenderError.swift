@@ -21,6 +21,9 @@ public struct SenderError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let badDeviceToken = Code("bad-device-token")
         /// The recipient is not in the contacts folder, or its card has no device token.
         public static let unknownRecipient = Code("unknown-recipient")
+        /// The device's push address is of a service this sender does not deliver to (only `apns` today): that
+        /// device gets no push, the others do.
+        public static let unsupportedPushService = Code("unsupported-push-service")
         /// A card file could not be read (missing, no permission).
         public static let unreadableCard = Code("unreadable-card")
         /// A device list that is not well formed (docs/PROTOCOL.md §11.1, `key-file`), wherever it came from: a
@@ -118,7 +121,7 @@ public struct SenderError: Error, Hashable, Sendable, CustomStringConvertible {
             .badListSignature, .userIDMismatch, .deliveryTokenRefused, .relayRefused, .relayUnavailable,
             .relayOutcomeUnknown, .untrustedCertificate, .keyFileUnreadable, .keyFileTooOpen, .keyInvalid,
             .keyEnvironmentVariableMissing, .invalidConfiguration, .trustedCAUnreadable, .registryFileUnreadable,
-            .registryFileUnwritable,
+            .registryFileUnwritable, .unsupportedPushService,
         ]
     }
 

@@ -102,6 +102,14 @@ struct DeviceListScanTests {
         let nullPush = Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]))
         #expect(DeviceList.scanned(nullPush) == nil)
         #expect(try DeviceList.decoded(nullPush).devices[0].push == nil)
+        // The legacy push form (read only, as an APNs address): JSONDecoder's; the same address as the current form.
+        let current = try DeviceList.decoded(Array(bob.utf8)).devices[0].push
+        let apns = try #require(current?.apns)
+        devices[0]["push"] = ["device_token": apns.deviceToken, "topic": apns.topic]
+        object["devices"] = devices
+        let legacy = Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]))
+        #expect(DeviceList.scanned(legacy) == nil)
+        #expect(try DeviceList.decoded(legacy).devices[0].push == current)
         // Whitespace anywhere between tokens is still the written form.
         let compact = try JSONSerialization.data(
             withJSONObject: try JSONSerialization.jsonObject(with: Data(bob.utf8)),

@@ -196,15 +196,43 @@ struct DeviceListTests {
     func pushIsUnsigned() throws {
         let phone = try Self.identity("bob", "phone", userKey: true)
         let v1 = try DeviceList.create(for: phone, push: nil, nowMs: Self.t0)
-        let push = DeviceList.Push(deviceToken: String(repeating: "ab", count: 32), topic: "com.example.app")
+        let push = PushAddress(APNsAddress(topic: "com.example.app", deviceToken: String(repeating: "ab", count: 32)))
         let moved = try v1.settingPush(push, deviceID: "phone")
         #expect(moved.listVersion == 1)
         #expect(moved.signature == v1.signature)
         #expect(moved.digest == v1.digest)
         #expect(try DeviceList.parse(moved.jsonData()).devices[0].push == push)
-        let bad = DeviceList.Push(deviceToken: "abc", topic: "t")
+        let bad = PushAddress(APNsAddress(topic: "t", deviceToken: "abc"))
         #expect(throws: E2EEError(.keyFile, "")) { try v1.settingPush(bad, deviceID: "phone") }
         #expect(throws: E2EEError(.invalidArgument, "")) { try v1.settingPush(push, deviceID: "tablet") }
+    }
+
+    @Test("the legacy push form {device_token, topic} is read as an apns address and written in the current form")
+    func legacyPushForm() throws {
+        let phone = try Self.identity("bob", "phone", userKey: true)
+        let list = try DeviceList.create(for: phone, push: nil, nowMs: Self.t0)
+        let token = String(repeating: "AB", count: 32)
+        var object = try Self.json(list)
+        var devices = object["devices"] as! [[String: Any]]
+        devices[0]["push"] = ["device_token": token, "topic": "com.example.app"]
+        object["devices"] = devices
+        let read = try DeviceList.parse(try Self.bytes(object))
+        let push = try #require(read.devices[0].push)
+        #expect(push == PushAddress(service: .apns, address: "com.example.app/" + token))
+        #expect(push.apns == APNsAddress(topic: "com.example.app", deviceToken: token))
+        #expect(read.signature == list.signature)
+        let written = try #require(try Self.json(read)["devices"] as? [[String: Any]])[0]["push"] as? [String: String]
+        #expect(written == ["service": "apns", "address": "com.example.app/" + token])
+    }
+
+    @Test("a well-formed address of a service this code does not know is kept as it is")
+    func unknownPushService() throws {
+        let phone = try Self.identity("bob", "phone", userKey: true)
+        let push = PushAddress(service: PushService(rawValue: "fcm"), address: "opaque:token_1-2.3")
+        let list = try DeviceList.create(for: phone, push: push, nowMs: Self.t0)
+        let read = try DeviceList.parse(list.jsonData())
+        #expect(read.devices[0].push == push)
+        #expect(read.devices[0].push?.apns == nil)
     }
 
     // MARK: parsing (§11.1): every rule refused with a message naming it
@@ -268,10 +296,62 @@ struct DeviceListTests {
         ),
         Rule(description: "short signing key", says: "32 bytes", edit: editDevice { $0["signing_key"] = "00" }),
         Rule(
-            description: "short push token",
-            says: "device_token",
+            description: "short push token (legacy form)",
+            says: "device token",
             edit: editDevice {
                 $0["push"] = ["device_token": "abcd", "topic": "com.example.app"]
+            }
+        ),
+        Rule(
+            description: "short push token",
+            says: "device token",
+            edit: editDevice { $0["push"] = ["service": "apns", "address": "com.example.app/abcd"] }
+        ),
+        Rule(
+            description: "APNs address without a topic",
+            says: "topic",
+            edit: editDevice { $0["push"] = ["service": "apns", "address": "/" + String(repeating: "ab", count: 32)] }
+        ),
+        Rule(
+            description: "APNs address without '/'",
+            says: "no '/'",
+            edit: editDevice { $0["push"] = ["service": "apns", "address": String(repeating: "ab", count: 32)] }
+        ),
+        Rule(
+            description: "push service in capitals",
+            says: "push service",
+            edit: editDevice {
+                $0["push"] = ["service": "APNS", "address": "com.example.app/" + String(repeating: "ab", count: 32)]
+            }
+        ),
+        Rule(
+            description: "push service of 33 bytes",
+            says: "push service",
+            edit: editDevice { $0["push"] = ["service": String(repeating: "a", count: 33), "address": "x"] }
+        ),
+        Rule(
+            description: "push address with a space",
+            says: "printable ASCII",
+            edit: editDevice { $0["push"] = ["service": "fcm", "address": "a b"] }
+        ),
+        Rule(
+            description: "empty push address",
+            says: "1-4096",
+            edit: editDevice { $0["push"] = ["service": "fcm", "address": ""] }
+        ),
+        Rule(
+            description: "push address of 4097 bytes",
+            says: "1-4096",
+            edit: editDevice { $0["push"] = ["service": "fcm", "address": String(repeating: "a", count: 4097)] }
+        ),
+        Rule(
+            description: "push in both forms",
+            says: "legacy",
+            edit: editDevice {
+                $0["push"] = [
+                    "service": "apns", "address": "com.example.app/" + String(repeating: "ab", count: 32),
+                    "topic": "com.example.app",
+                ]
             }
         ),
         Rule(

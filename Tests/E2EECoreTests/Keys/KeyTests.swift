@@ -86,7 +86,7 @@ struct KeyTests {
         let first = identity.currentDeviceKey.keyID
         identity.rotate(nowMs: 5)
         let card = try identity.card(
-            push: .init(deviceToken: String(repeating: "ab", count: 32), topic: "com.example.app")
+            push: PushAddress(APNsAddress(topic: "com.example.app", deviceToken: String(repeating: "ab", count: 32)))
         )
         let parsed = try DeviceList.parse(card.jsonData())
         #expect(parsed == card)

@@ -43,7 +43,7 @@ struct MultiDeviceProcessTests {
             withUserKey: false,
             nowMs: now - 1000
         )
-        let push = { (token: String) in DeviceList.Push(deviceToken: token, topic: "com.example.app") }
+        let push = { (token: String) in PushAddress(APNsAddress(topic: "com.example.app", deviceToken: token)) }
         let bobList = try DeviceList.create(for: phone, push: push(Self.phoneToken), nowMs: now - 900)
             .signingIn(
                 try DeviceRequest.make(for: tablet, push: push(Self.tabletToken), nowMs: now - 900),

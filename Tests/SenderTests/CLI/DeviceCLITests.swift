@@ -242,7 +242,7 @@ struct DeviceCLITests {
         ])
         let withPush = try DeviceList.parse(Array(card.stdout.utf8))
         #expect(withPush.listVersion == 4)  // keygen 1, add 2, two rotations
-        #expect(withPush.device(named: "tablet")?.push?.deviceToken == newToken)
+        #expect(withPush.device(named: "tablet")?.push?.apns?.deviceToken == newToken)
         #expect(try DeviceList.load(path: dir + "/tablet/bob.card.json") == withPush)
         // a request from another user is refused by device add
         try await Self.ok([

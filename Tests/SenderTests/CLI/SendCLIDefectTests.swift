@@ -90,7 +90,7 @@ struct SendCLIDefectTests {
         )
         #expect(keygen.status == 0)
         let card = try DeviceList.load(path: envKeys + "/carol.card.json")
-        #expect(card.devices[0].push?.topic == "com.example.env")
+        #expect(card.devices[0].push?.apns?.topic == "com.example.env")
     }
 
     @Test("rotate keeps the push address in the printed card and in a card written to a new path")
@@ -103,7 +103,7 @@ struct SendCLIDefectTests {
         let written = try DeviceList.load(path: dir + "/new.card.json")
         for card in [printed, written] {
             #expect(card.devices[0].push == before.devices[0].push)
-            #expect(card.devices[0].push?.topic == "com.example.app")
+            #expect(card.devices[0].push?.apns?.topic == "com.example.app")
             #expect(card.userID == before.userID && card.displayName == before.displayName)
             #expect(card.devices[0].deviceKeys.count == before.devices[0].deviceKeys.count + 1)
             #expect(card.devices[0].currentKey.keyID != before.devices[0].currentKey.keyID)

@@ -88,7 +88,9 @@ struct ContactTrustTests {
     func injectedDevice() throws {
         let d = try Devices()
         let mallory = try Identity.generate(userID: "bob", displayName: "Bob", deviceID: "ghost", nowMs: 1)
-        let ghost = try mallory.card(push: .init(deviceToken: String(repeating: "ee", count: 32), topic: "t"))
+        let ghost = try mallory.card(
+            push: PushAddress(APNsAddress(topic: "t", deviceToken: String(repeating: "ee", count: 32)))
+        )
         let injected = d.v2.withDevices(d.v2.devices + ghost.devices, listVersion: 3)
         try d.publish(injected)
         var trust = try d.trust()
@@ -133,7 +135,9 @@ struct ContactTrustTests {
     func changedKey() throws {
         let d = try Devices()
         let newPhone = try Identity.generate(userID: "bob", displayName: "Bob", deviceID: "phone", nowMs: 50)
-        let reinstalled = try newPhone.card(push: .init(deviceToken: Devices.phoneToken, topic: Devices.topic))
+        let reinstalled = try newPhone.card(
+            push: PushAddress(APNsAddress(topic: Devices.topic, deviceToken: Devices.phoneToken))
+        )
         let error = try #require(try Self.refusal(pinned: d.v2, served: reinstalled, d: d))
         #expect(error.code == .signingKeyChanged)
         #expect(SenderError.Code.listRefusals.contains(error.code))

@@ -30,19 +30,23 @@ struct Devices {
         )
         self.v1 = try DeviceList.create(
             for: self.phone,
-            push: .init(deviceToken: Self.phoneToken, topic: Self.topic),
+            push: PushAddress(APNsAddress(topic: Self.topic, deviceToken: Self.phoneToken)),
             nowMs: 10
         )
         let request = try DeviceRequest.make(
             for: self.tablet,
-            push: .init(deviceToken: Self.tabletToken, topic: Self.topic),
+            push: PushAddress(APNsAddress(topic: Self.topic, deviceToken: Self.tabletToken)),
             nowMs: 20
         )
         self.v2 = try DeviceManagement.add(request, to: self.v1, signer: self.phone, nowMs: 30)
         self.folder = NSTemporaryDirectory() + "devices-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: self.folder, withIntermediateDirectories: true)
         try self.publish(self.v2)
-        try self.publish(try self.alice.card(push: .init(deviceToken: String(repeating: "cc", count: 32), topic: "t")))
+        try self.publish(
+            try self.alice.card(
+                push: PushAddress(APNsAddress(topic: "t", deviceToken: String(repeating: "cc", count: 32)))
+            )
+        )
     }
 
     /// Writes `list` as `<folder>/<user>.card.json`, where a sender looks for it.

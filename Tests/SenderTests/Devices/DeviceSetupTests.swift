@@ -33,7 +33,7 @@ struct DeviceSetupTests {
         // The token is published in lowercase, the form it is compared and sent in.
         #expect(
             card.devices.map(\.push) == [
-                DeviceList.Push(deviceToken: Self.token.lowercased(), topic: "com.example.app")
+                PushAddress(APNsAddress(topic: "com.example.app", deviceToken: Self.token.lowercased()))
             ]
         )
 

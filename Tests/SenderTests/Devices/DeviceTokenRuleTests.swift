@@ -51,13 +51,19 @@ struct DeviceTokenRuleTests {
         #expect(throws: SenderError(.badDeviceToken, "")) { try DeviceFiles.push(token: Self.sixteen, topic: "t") }
         let phone = try Identity.generate(userID: "bob", displayName: "Bob", deviceID: "phone", nowMs: 1)
         #expect(throws: E2EEError(.keyFile, "")) {
-            try DeviceList.create(for: phone, push: .init(deviceToken: Self.sixteen, topic: "t"), nowMs: 2)
+            try DeviceList.create(
+                for: phone,
+                push: PushAddress(APNsAddress(topic: "t", deviceToken: Self.sixteen)),
+                nowMs: 2
+            )
         }
         #expect(throws: RelayError.self) {
-            try PushAddress(deviceToken: Self.sixteen, topic: "t", environment: "development").check()
+            try RegisteredAddress(apns: APNsAddress(topic: "t", deviceToken: Self.sixteen), environment: "development")
+                .check()
         }
         #expect(throws: Never.self) {
-            try PushAddress(deviceToken: Self.valid, topic: "t", environment: "development").check()
+            try RegisteredAddress(apns: APNsAddress(topic: "t", deviceToken: Self.valid), environment: "development")
+                .check()
         }
 
         // A send's override, and a first device with it: nothing is written.

@@ -97,6 +97,36 @@ struct FanOutTests {
         #expect(try pushes[1].outcome.get().request.deviceToken == Devices.tabletToken)
     }
 
+    @Test("a device whose push service the sender cannot deliver to gets unsupported-push-service; the others go")
+    func unsupportedPushService() throws {
+        let d = try Devices()
+        let fcm = PushAddress(service: PushService(rawValue: "fcm"), address: "fcm-registration-token")
+        let list = try d.v2.settingPush(fcm, deviceID: "phone")
+        let pushes = try PushBuilder(identity: d.alice).fanOut(Self.text, to: list)
+        #expect(pushes.map(\.deviceID) == ["phone", "tablet"])
+        guard case .failure(let error) = pushes[0].outcome else {
+            Issue.record("the phone's address is fcm but it got an APNs push")
+            return
+        }
+        #expect(error.code == .unsupportedPushService)
+        #expect(error.message.contains("\"fcm\""))
+        #expect(try pushes[1].outcome.get().request.deviceToken == Devices.tabletToken)
+
+        try d.publish(list)
+        var batch = BatchRequests(builder: PushBuilder(identity: d.alice), trust: try d.trust())
+        let items = batch.prepare(line: #"{"kind":"text","to":"bob","body":"hi"}"#)
+        #expect(items.count == 2)
+        guard case .failed(let refused, "phone") = items[0] else {
+            Issue.record("expected the phone's refusal, got \(items[0])")
+            return
+        }
+        #expect(refused.code == .unsupportedPushService)
+        guard case .deliver(_, _, "tablet") = items[1] else {
+            Issue.record("expected the tablet's push, got \(items[1])")
+            return
+        }
+    }
+
     @Test("batch: a line becomes one item per device; a refused recipient one failed item; the batch goes on")
     func batchFanOut() throws {
         let d = try Devices()

@@ -12,7 +12,9 @@ struct RequestLineDeliveryTests {
     static func printedLine() throws -> (line: String, request: APNsRequest) {
         let alice = try Identity.generate(userID: "alice", displayName: "Alice", nowMs: 1)
         let bob = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: 1)
-        let card = try bob.card(push: .init(deviceToken: GatewayHarness.deviceToken, topic: GatewayHarness.topic))
+        let card = try bob.card(
+            push: PushAddress(APNsAddress(topic: GatewayHarness.topic, deviceToken: GatewayHarness.deviceToken))
+        )
         let request = try PushBuilder(identity: alice, topic: GatewayHarness.topic)
             .build(.text(TextMessage(threadID: "t", title: "Hi", body: "Lunch? \u{1F96A}")), to: card).request
         return (request.jsonLine(), request)

@@ -26,7 +26,9 @@ struct SendPipelineTests {
         let bob = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: 1)
         let folder = NSTemporaryDirectory() + "pipeline-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let card = try bob.card(push: .init(deviceToken: GatewayHarness.deviceToken, topic: GatewayHarness.topic))
+        let card = try bob.card(
+            push: PushAddress(APNsAddress(topic: GatewayHarness.topic, deviceToken: GatewayHarness.deviceToken))
+        )
         try Data(card.jsonData()).write(to: URL(fileURLWithPath: folder + "/bob.card.json"))
         return BatchRequests(
             builder: PushBuilder(identity: alice),

@@ -14,7 +14,7 @@ struct SentAtOverrideTests {
     static func parties() throws -> (alice: Identity, bob: Identity, card: DeviceList, builder: PushBuilder) {
         let alice = try Identity.generate(userID: "alice", displayName: "Alice", nowMs: 1)
         let bob = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: 1)
-        let card = try bob.card(push: .init(deviceToken: Self.token, topic: "com.example.e2ee"))
+        let card = try bob.card(push: PushAddress(APNsAddress(topic: "com.example.e2ee", deviceToken: Self.token)))
         let builder = PushBuilder(identity: alice, topic: "com.example.e2ee", clock: .fixed(Int64(Self.clockMs)))
         return (alice, bob, card, builder)
     }

@@ -15,7 +15,7 @@ struct SuiteUniformityTests {
         let phone = try Identity.generate(userID: "bob", displayName: "Bob", deviceID: "phone", nowMs: 1)
         var list = try DeviceList.create(
             for: phone,
-            push: .init(deviceToken: "00" + String(repeating: "ab", count: 31), topic: "t"),
+            push: PushAddress(APNsAddress(topic: "t", deviceToken: "00" + String(repeating: "ab", count: 31))),
             nowMs: 1
         )
         for (n, suite) in [(1, CryptoSuite.classical), (2, .xwing), (3, .xwing)] {
@@ -29,7 +29,11 @@ struct SuiteUniformityTests {
             )
             let token = String(format: "%02x", n) + String(repeating: "ab", count: 31)
             list = try list.signingIn(
-                try DeviceRequest.make(for: device, push: .init(deviceToken: token, topic: "t"), nowMs: 2),
+                try DeviceRequest.make(
+                    for: device,
+                    push: PushAddress(APNsAddress(topic: "t", deviceToken: token)),
+                    nowMs: 2
+                ),
                 signer: phone,
                 nowMs: 2
             )

@@ -15,7 +15,9 @@ struct UniformityTests {
     func thousandMixedPushes() async throws {
         let alice = try Identity.generate(userID: "alice", displayName: "Alice Example", nowMs: 1)
         let bob = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: 1)
-        let card = try bob.card(push: .init(deviceToken: GatewayHarness.deviceToken, topic: GatewayHarness.topic))
+        let card = try bob.card(
+            push: PushAddress(APNsAddress(topic: GatewayHarness.topic, deviceToken: GatewayHarness.deviceToken))
+        )
         let builder = PushBuilder(identity: alice, topic: GatewayHarness.topic)
         var rng = SystemRandomNumberGenerator()
         var kinds: [String] = []
@@ -97,7 +99,7 @@ struct UniformityTests {
         let phone = try Identity.generate(userID: "bob", displayName: "Bob", deviceID: "phone", nowMs: 1)
         var list = try DeviceList.create(
             for: phone,
-            push: .init(deviceToken: "00" + String(repeating: "ab", count: 31), topic: "t"),
+            push: PushAddress(APNsAddress(topic: "t", deviceToken: "00" + String(repeating: "ab", count: 31))),
             nowMs: 1
         )
         for n in 1..<4 {
@@ -110,7 +112,11 @@ struct UniformityTests {
             )
             let token = String(format: "%02x", n) + String(repeating: "ab", count: 31)
             list = try list.signingIn(
-                try DeviceRequest.make(for: device, push: .init(deviceToken: token, topic: "t"), nowMs: 2),
+                try DeviceRequest.make(
+                    for: device,
+                    push: PushAddress(APNsAddress(topic: "t", deviceToken: token)),
+                    nowMs: 2
+                ),
                 signer: phone,
                 nowMs: 2
             )
@@ -157,7 +163,7 @@ struct UniformityTests {
     func largeTexts() throws {
         let alice = try Identity.generate(userID: "alice", displayName: "Alice", nowMs: 1)
         let bob = try Identity.generate(userID: "bob", displayName: "Bob", nowMs: 1)
-        let card = try bob.card(push: .init(deviceToken: GatewayHarness.deviceToken, topic: "t"))
+        let card = try bob.card(push: PushAddress(APNsAddress(topic: "t", deviceToken: GatewayHarness.deviceToken)))
         let builder = PushBuilder(identity: alice, topic: "t")
         let large = try builder.build(
             .text(TextMessage(threadID: "", title: "", body: String(repeating: "x", count: 2000))),

@@ -1,3 +1,4 @@
+import E2EECore
 import Foundation
 import Locking
 public import Logging
@@ -519,19 +520,16 @@ public final class PostgresRelayStore: RelayStore {
     {
         let rows = try await connection.query(
             """
-            SELECT device_id, signing_key, device_token, topic, environment, unregistered_at_ms, failed_reason
+            SELECT device_id, signing_key, service, address, environment, unregistered_at_ms, failed_reason
             FROM devices WHERE user_id = \(userID) ORDER BY position
             """,
             logger: logger
         )
         var devices: [StoredDevice] = []
-        for try await (deviceID, key, token, topic, environment, unregistered, failedReason) in rows.decode(
+        for try await (deviceID, key, service, text, environment, unregistered, failedReason) in rows.decode(
             (String, ByteBuffer, String?, String?, String?, Int64?, String?).self
         ) {
-            var address: PushAddress?
-            if let token, let topic, let environment {
-                address = PushAddress(deviceToken: token, topic: topic, environment: environment)
-            }
+            let address = Self.address(service: service, text: text, environment: environment)
             devices.append(
                 StoredDevice(
                     deviceID: deviceID,
@@ -552,7 +550,7 @@ public final class PostgresRelayStore: RelayStore {
             let hash = ByteBuffer(bytes: tokenHash ?? [])
             let rows = try await connection.query(
                 """
-                SELECT c.has_list, c.token_valid, c.token_count, d.device_id, d.signing_key, d.device_token, d.topic,
+                SELECT c.has_list, c.token_valid, c.token_count, d.device_id, d.signing_key, d.service, d.address,
                   d.environment, d.unregistered_at_ms, d.failed_reason
                 FROM (SELECT EXISTS (SELECT 1 FROM lists WHERE user_id = \(userID)) AS has_list,
                   EXISTS (SELECT 1 FROM delivery_tokens WHERE token_sha256 = \(hash) AND user_id = \(userID))
@@ -565,7 +563,7 @@ public final class PostgresRelayStore: RelayStore {
             )
             var context = SubmitContext(hasList: false, tokenIsValid: false, devices: [])
             for try await (
-                hasList, tokenValid, tokenCount, deviceID, key, token, topic, environment, unregistered, failed
+                hasList, tokenValid, tokenCount, deviceID, key, service, text, environment, unregistered, failed
             )
                 in rows.decode(
                     (Bool, Bool, Int64, String?, ByteBuffer?, String?, String?, String?, Int64?, String?).self
@@ -575,10 +573,7 @@ public final class PostgresRelayStore: RelayStore {
                 context.tokenIsValid = tokenValid && tokenHash != nil
                 context.tokenCount = Int(tokenCount)
                 guard hasList, let deviceID, let key else { continue }
-                var address: PushAddress?
-                if let token, let topic, let environment {
-                    address = PushAddress(deviceToken: token, topic: topic, environment: environment)
-                }
+                let address = Self.address(service: service, text: text, environment: environment)
                 context.devices.append(
                     StoredDevice(
                         deviceID: deviceID,
@@ -613,7 +608,7 @@ public final class PostgresRelayStore: RelayStore {
     public func registerPush(
         userID: String,
         deviceID: String,
-        address: PushAddress,
+        address: RegisteredAddress,
         nowMs: Int64
     )
         async throws(RelayError)
@@ -622,7 +617,7 @@ public final class PostgresRelayStore: RelayStore {
         let updated = try await self.transaction("register") { connection in
             let rows = try await connection.query(
                 """
-                UPDATE devices SET device_token = \(address.deviceToken), topic = \(address.topic),
+                UPDATE devices SET service = \(address.push.service.rawValue), address = \(address.push.address),
                   environment = \(address.environment), registered_at_ms = \(nowMs), unregistered_at_ms = NULL,
                   failed_reason = NULL
                 WHERE user_id = \(userID) AND device_id = \(deviceID) RETURNING position
@@ -753,15 +748,12 @@ public final class PostgresRelayStore: RelayStore {
                 logger: logger
             )
             var leased: [LeasedPush] = []
-            for try await (pushID, userID, deviceID, envelope, attempts, enqueued, token, topic, environment)
+            for try await (pushID, userID, deviceID, envelope, attempts, enqueued, service, text, environment)
                 in rows.decode(
                     (String, String, String, ByteBuffer?, Int64, Int64, String?, String?, String?).self
                 )
             {
-                var address: PushAddress?
-                if let token, let topic, let environment {
-                    address = PushAddress(deviceToken: token, topic: topic, environment: environment)
-                }
+                let address = Self.address(service: service, text: text, environment: environment)
                 leased.append(
                     LeasedPush(
                         pushID: pushID,
@@ -807,9 +799,9 @@ public final class PostgresRelayStore: RelayStore {
               FROM due WHERE p.seq = due.seq
               RETURNING p.push_id, p.user_id, p.device_id, p.envelope, p.attempts, p.enqueued_at_ms, p.seq)
             SELECT l.push_id, l.user_id, l.device_id, l.envelope, l.attempts, l.enqueued_at_ms,
-              d.device_token, d.topic, d.environment
+              d.service, d.address, d.environment
             FROM leased l LEFT JOIN devices d
-              ON d.user_id = l.user_id AND d.device_id = l.device_id AND d.device_token IS NOT NULL
+              ON d.user_id = l.user_id AND d.device_id = l.device_id AND d.address IS NOT NULL
                 AND d.unregistered_at_ms IS NULL
             ORDER BY l.seq
             """
@@ -900,7 +892,7 @@ public final class PostgresRelayStore: RelayStore {
             ids: [String](), states: [String](), retryAt: [Int64](), hasRetry: [Int64](), status: [Int64](),
             hasStatus: [Int64](), reason: [String](), hasReason: [Int64](), final: [Int64]()
         )
-        var deadAddresses: [(userID: String, deviceID: String, token: String, atMs: Int64, failed: String?)] = []
+        var deadAddresses: [(userID: String, deviceID: String, address: String, atMs: Int64, failed: String?)] = []
         var recorded = Set<String>()
         for completion in completions {
             guard let row = found[completion.pushID] else {
@@ -936,7 +928,7 @@ public final class PostgresRelayStore: RelayStore {
             update.hasReason.append(values.reason == nil ? 0 : 1)
             update.final.append(values.final ? 1 : 0)
             if let dead = StorePolicy.deadAddress(completion.outcome) {
-                deadAddresses.append((row.userID, row.deviceID, dead.token, dead.atMs, dead.failedReason))
+                deadAddresses.append((row.userID, row.deviceID, dead.address, dead.atMs, dead.failedReason))
             }
             results.append(.recorded)
         }
@@ -945,8 +937,8 @@ public final class PostgresRelayStore: RelayStore {
                 """
                 UPDATE pushes p SET state = i.state,
                   next_attempt_at_ms = CASE WHEN i.has_retry = 1 THEN i.retry_at ELSE p.next_attempt_at_ms END,
-                  apns_status = CASE WHEN i.has_status = 1 THEN i.status ELSE NULL END,
-                  apns_reason = CASE WHEN i.has_reason = 1 THEN i.reason ELSE NULL END,
+                  service_status = CASE WHEN i.has_status = 1 THEN i.status ELSE NULL END,
+                  service_reason = CASE WHEN i.has_reason = 1 THEN i.reason ELSE NULL END,
                   lease_owner = CASE WHEN i.final = 1 THEN \(owner) ELSE NULL END, lease_expires_at_ms = NULL,
                   completed_at_ms = CASE WHEN i.final = 1 THEN \(nowMs) ELSE NULL END,
                   completions = p.completions + i.final,
@@ -973,7 +965,7 @@ public final class PostgresRelayStore: RelayStore {
             try await connection.query(
                 """
                 UPDATE devices SET unregistered_at_ms = \(dead.atMs), failed_reason = \(dead.failed)
-                WHERE user_id = \(dead.userID) AND device_id = \(dead.deviceID) AND device_token = \(dead.token)
+                WHERE user_id = \(dead.userID) AND device_id = \(dead.deviceID) AND address = \(dead.address)
                   AND unregistered_at_ms IS NULL
                 """,
                 logger: logger
@@ -999,7 +991,7 @@ public final class PostgresRelayStore: RelayStore {
         return try await self.read("push") { connection in
             let rows = try await connection.query(
                 """
-                SELECT user_id, device_id, state, attempts, completions, apns_status, apns_reason
+                SELECT user_id, device_id, state, attempts, completions, service_status, service_reason
                 FROM pushes WHERE push_id = \(pushID)
                 """,
                 logger: logger
@@ -1046,5 +1038,14 @@ public final class PostgresRelayStore: RelayStore {
             try await connection.query("DELETE FROM submissions WHERE created_at_ms <= \(cutoff)", logger: logger)
             try await connection.query(purgeCompleted, logger: logger)
         }
+    }
+
+    /// A registered address from its columns; nil when the device has none.
+    static func address(service: String?, text: String?, environment: String?) -> RegisteredAddress? {
+        guard let service, let text else { return nil }
+        return RegisteredAddress(
+            push: PushAddress(service: PushService(rawValue: service), address: text),
+            environment: environment
+        )
     }
 }

@@ -1,3 +1,4 @@
+import E2EECore
 import Foundation
 import Locking
 public import RelayClient
@@ -350,16 +351,19 @@ public final class SQLiteRelayStore: RelayStore {
     private static func devices(_ db: SQLiteConnection, _ userID: String) throws(RelayError) -> [StoredDevice] {
         try db.withStatement(
             """
-            SELECT device_id, signing_key, device_token, topic, environment, unregistered_at_ms, failed_reason
+            SELECT device_id, signing_key, service, address, environment, unregistered_at_ms, failed_reason
             FROM devices WHERE user_id = ?1 ORDER BY position
             """
         ) { s throws(RelayError) in
             try s.bind(userID, at: 1)
             var devices: [StoredDevice] = []
             while try s.step() {
-                var address: PushAddress?
-                if let token = s.optionalText(2), let topic = s.optionalText(3), let environment = s.optionalText(4) {
-                    address = PushAddress(deviceToken: token, topic: topic, environment: environment)
+                var address: RegisteredAddress?
+                if let service = s.optionalText(2), let text = s.optionalText(3) {
+                    address = RegisteredAddress(
+                        push: PushAddress(service: PushService(rawValue: service), address: text),
+                        environment: s.optionalText(4)
+                    )
                 }
                 devices.append(
                     StoredDevice(
@@ -418,7 +422,7 @@ public final class SQLiteRelayStore: RelayStore {
     public func registerPush(
         userID: String,
         deviceID: String,
-        address: PushAddress,
+        address: RegisteredAddress,
         nowMs: Int64
     )
         async throws(RelayError)
@@ -427,15 +431,15 @@ public final class SQLiteRelayStore: RelayStore {
             try db.transaction { () throws(RelayError) in
                 try db.withStatement(
                     """
-                    UPDATE devices SET device_token = ?3, topic = ?4, environment = ?5, registered_at_ms = ?6,
+                    UPDATE devices SET service = ?3, address = ?4, environment = ?5, registered_at_ms = ?6,
                       unregistered_at_ms = NULL, failed_reason = NULL
                     WHERE user_id = ?1 AND device_id = ?2
                     """
                 ) { s throws(RelayError) in
                     try s.bind(userID, at: 1)
                     try s.bind(deviceID, at: 2)
-                    try s.bind(address.deviceToken, at: 3)
-                    try s.bind(address.topic, at: 4)
+                    try s.bind(address.push.service.rawValue, at: 3)
+                    try s.bind(address.push.address, at: 4)
                     try s.bind(address.environment, at: 5)
                     try s.bind(nowMs, at: 6)
                     try s.run()
@@ -654,15 +658,18 @@ public final class SQLiteRelayStore: RelayStore {
                 for index in leased.indices {
                     leased[index].address = try db.withStatement(
                         """
-                        SELECT device_token, topic, environment FROM devices
-                        WHERE user_id = ?1 AND device_id = ?2 AND device_token IS NOT NULL
+                        SELECT service, address, environment FROM devices
+                        WHERE user_id = ?1 AND device_id = ?2 AND address IS NOT NULL
                           AND unregistered_at_ms IS NULL
                         """
-                    ) { s throws(RelayError) -> PushAddress? in
+                    ) { s throws(RelayError) -> RegisteredAddress? in
                         try s.bind(leased[index].userID, at: 1)
                         try s.bind(leased[index].deviceID, at: 2)
                         guard try s.step() else { return nil }
-                        return PushAddress(deviceToken: s.text(0), topic: s.text(1), environment: s.text(2))
+                        return RegisteredAddress(
+                            push: PushAddress(service: PushService(rawValue: s.text(0)), address: s.text(1)),
+                            environment: s.optionalText(2)
+                        )
                     }
                 }
                 return leased.sorted { $0.enqueuedAtMs < $1.enqueuedAtMs }
@@ -725,7 +732,7 @@ public final class SQLiteRelayStore: RelayStore {
         try db.withStatement(
             """
             UPDATE pushes SET state = ?2, next_attempt_at_ms = COALESCE(?3, next_attempt_at_ms),
-              apns_status = ?4, apns_reason = ?5, lease_expires_at_ms = NULL,
+              service_status = ?4, service_reason = ?5, lease_expires_at_ms = NULL,
               lease_owner = CASE WHEN ?6 = 1 THEN ?8 ELSE NULL END,
               completed_at_ms = CASE WHEN ?6 = 1 THEN ?7 ELSE NULL END,
               completions = completions + ?6,
@@ -749,12 +756,12 @@ public final class SQLiteRelayStore: RelayStore {
             try db.withStatement(
                 """
                 UPDATE devices SET unregistered_at_ms = ?4, failed_reason = ?5
-                WHERE user_id = ?1 AND device_id = ?2 AND device_token = ?3 AND unregistered_at_ms IS NULL
+                WHERE user_id = ?1 AND device_id = ?2 AND address = ?3 AND unregistered_at_ms IS NULL
                 """
             ) { s throws(RelayError) in
                 try s.bind(state.userID, at: 1)
                 try s.bind(state.deviceID, at: 2)
-                try s.bind(dead.token, at: 3)
+                try s.bind(dead.address, at: 3)
                 try s.bind(dead.atMs, at: 4)
                 try s.bind(dead.failedReason, at: 5)
                 try s.run()
@@ -779,7 +786,7 @@ public final class SQLiteRelayStore: RelayStore {
         try await self.withConnection { db throws(RelayError) in
             try db.withStatement(
                 """
-                SELECT user_id, device_id, state, attempts, completions, apns_status, apns_reason
+                SELECT user_id, device_id, state, attempts, completions, service_status, service_reason
                 FROM pushes WHERE push_id = ?1
                 """
             ) { s throws(RelayError) -> PushRecord? in
