@@ -191,7 +191,11 @@ class Demo:
         suites = {name: [k.get("suite", 1) for k in d["device_keys"]] for name, d in devices.items()}
         if new["version"] != 3 or suites["tablet"] != [2] or suites["phone"] != [1, 1]:
             raise DemoError(f"bob's list should be format 3 with an X-Wing tablet and a classical phone, got {suites}")
-        if len(devices["phone"]["device_keys"]) != 2 or devices["phone"]["push"]["device_token"] != self.tokens["bob/phone"]:
+        # docs/PROTOCOL.md §11.1: an APNs push address is {"service": "apns", "address": "<topic>/<device token>"}.
+        phone_push = devices["phone"].get("push") or {}
+        expected_address = f"{TOPIC}/{self.tokens['bob/phone']}".lower()
+        if (len(devices["phone"]["device_keys"]) != 2 or phone_push.get("service") != "apns"
+                or phone_push.get("address", "").lower() != expected_address):
             raise DemoError("bob's phone should have two device keys after rotating and keep its device token")
         self.old_key = old["devices"][0]["device_keys"][-1]["key_id"]
         self.fingerprint = self.run("e2ee-send", ["device", "list", "--card", "contacts-alice/bob.card.json"])
