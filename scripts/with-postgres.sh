@@ -52,19 +52,28 @@ chmod 755 "$WORK"
 if [ "${#RUN_AS[@]}" -gt 0 ]; then chown "$PGUSER_OS" "$WORK"; fi
 PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')"
 
+# The server logs what would explain a test that timed out waiting for it: statements slower than a second, lock waits
+# longer than a second, checkpoints. When CMD fails, those lines are printed at the end (see below).
+SERVER_LOGGING="-c log_min_duration_statement=1000 -c log_lock_waits=on -c deadlock_timeout=1s -c log_checkpoints=on"
+SERVER_LOGGING="$SERVER_LOGGING -c log_line_prefix=%m[%p]%q%u@%d:"
+
 stop() {
     "${RUN_AS[@]}" "$BINDIR/pg_ctl" -D "$WORK/data" -m fast -w stop >/dev/null 2>&1 || true
     rm -rf "$WORK"
 }
 trap stop EXIT
 
-"${RUN_AS[@]}" "$BINDIR/initdb" -D "$WORK/data" -U relay --auth=trust -E UTF8 --no-instructions >"$WORK/initdb.log" 2>&1 || {
+# --no-sync: the data directory is thrown away at the end, so initdb need not flush it (a flush of the whole cluster
+# competes with the tests' own commits for the disk). The server itself runs with fsync=on: commits are real.
+"${RUN_AS[@]}" "$BINDIR/initdb" -D "$WORK/data" -U relay --auth=trust -E UTF8 --no-instructions --no-sync \
+    >"$WORK/initdb.log" 2>&1 || {
     cat "$WORK/initdb.log" >&2
     echo "with-postgres: initdb failed (log above)" >&2
     exit 70
 }
 "${RUN_AS[@]}" "$BINDIR/pg_ctl" -D "$WORK/data" -l "$WORK/server.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -p $PORT -k $WORK -c max_connections=200 -c fsync=on" start >/dev/null || {
+    -o "-c listen_addresses=127.0.0.1 -p $PORT -k $WORK -c max_connections=200 -c fsync=on $SERVER_LOGGING" \
+    start >/dev/null || {
     cat "$WORK/server.log" >&2
     echo "with-postgres: the server did not start (log above)" >&2
     exit 70
@@ -81,4 +90,8 @@ set +e
 "$@"
 STATUS=$?
 set -e
+if [ "$STATUS" -ne 0 ] && [ -f "$WORK/server.log" ]; then
+    echo "with-postgres: $1 exited $STATUS; the shared server's slow statements, lock waits and checkpoints:" >&2
+    grep -E "duration: |still waiting|acquired|checkpoint (starting|complete)" "$WORK/server.log" | tail -n 60 >&2 || true
+fi
 exit "$STATUS"

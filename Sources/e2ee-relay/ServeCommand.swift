@@ -27,6 +27,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The store: a SQLite file (created if missing) or a postgres:// URL. Default relay.sqlite.")
     var database: String?
 
+    @Option(
+        name: .customLong("database-timeout"),
+        help: "Seconds a PostgreSQL operation may take before the request is answered 503. Default 5."
+    )
+    var databaseTimeout: Double?
+
     @Option(help: "The address to listen on. Default 127.0.0.1.")
     var host: String?
 
@@ -166,6 +172,7 @@ struct ServeCommand: AsyncParsableCommand {
         func add(_ name: String, _ value: Double?) { if let value { flags[name] = .double(value) } }
         func add(_ name: String, _ value: [String]) { if !value.isEmpty { flags[name] = .stringArray(value) } }
         add("database", self.database)
+        add("database-timeout", self.databaseTimeout)
         add("host", self.host)
         add("port", self.port)
         add("port-file", self.portFile)

@@ -13,8 +13,11 @@ import Darwin
 /// For system tools (`pg_ctl`, `prlimit`, `chown`), not the package's executables (those run as ``ChildProcess``).
 /// posix_spawn and waitpid, not Foundation's Process (which ``ChildProcess`` is built on): `pg_ctl start` leaves the
 /// server running with the descriptors it inherited, and Process notices an exit only when they are all closed.
+/// The wait polls (`WNOHANG`, then a task sleep) instead of blocking in waitpid: `initdb` and `pg_ctl start` take
+/// seconds, and a blocked thread is one of Swift concurrency's cooperative threads (two on a 2-core machine) that
+/// every other test's async work in the process needs (see ``ChildProcess``).
 @discardableResult
-func runCommand(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+func runCommand(_ executable: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
     let outputPath = NSTemporaryDirectory() + "relay-command-" + UUID().uuidString
     defer { try? FileManager.default.removeItem(atPath: outputPath) }
     var actions = posix_spawn_file_actions_t()
@@ -29,7 +32,12 @@ func runCommand(_ executable: String, _ arguments: [String]) throws -> (status: 
     let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
     guard spawned == 0 else { throw ProcessTestError("cannot run \(executable): errno \(spawned)") }
     var status: Int32 = 0
-    while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+    while true {
+        let waited = waitpid(pid, &status, WNOHANG)
+        if waited == pid { break }
+        if waited == -1 && errno != EINTR { throw ProcessTestError("waitpid for \(executable): errno \(errno)") }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
     let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
     // WIFEXITED / WEXITSTATUS, spelled out (the C macros are not imported).
     let exited = status & 0x7f == 0
@@ -65,7 +73,7 @@ final class PostgresCluster: Sendable {
     }
 
     /// initdb, start, and a database `relay`.
-    static func make() throws -> PostgresCluster {
+    static func make() async throws -> PostgresCluster {
         let bindir = try #require(Self.bindir)
         var runAs: [String] = []
         let user = ProcessInfo.processInfo.environment["E2EE_RELAY_POSTGRES_OS_USER"] ?? ""
@@ -82,35 +90,40 @@ final class PostgresCluster: Sendable {
             attributes: [.posixPermissions: 0o755]
         )
         if !user.isEmpty {
-            try runCommand("/bin/chown", [user, directory])
+            try await runCommand("/bin/chown", [user, directory])
         }
         let cluster = PostgresCluster(bindir: bindir, runAs: runAs, directory: directory, port: try freeLoopbackPort())
         do {
-            try cluster.run(
+            // --no-sync: the cluster is thrown away, so initdb need not flush it (that flush competes with the
+            // shared server's commits for the disk); the server itself runs with fsync on.
+            try await cluster.run(
                 "initdb",
-                ["-D", cluster.dataDirectory, "-U", "relay", "--auth=trust", "-E", "UTF8", "--no-instructions"]
+                [
+                    "-D", cluster.dataDirectory, "-U", "relay", "--auth=trust", "-E", "UTF8", "--no-instructions",
+                    "--no-sync",
+                ]
             )
-            try cluster.start()
-            try cluster.run("createdb", ["-h", "127.0.0.1", "-p", "\(cluster.port)", "-U", "relay", "relay"])
+            try await cluster.start()
+            try await cluster.run("createdb", ["-h", "127.0.0.1", "-p", "\(cluster.port)", "-U", "relay", "relay"])
         } catch {
-            cluster.destroy()
+            await cluster.destroy()
             throw error
         }
         return cluster
     }
 
     /// Runs a server binary (as the server's user) and throws with its output when it fails.
-    private func run(_ tool: String, _ arguments: [String]) throws {
+    private func run(_ tool: String, _ arguments: [String]) async throws {
         let command = self.runAs + [self.bindir + "/" + tool] + arguments
-        let (status, output) = try runCommand(command[0], Array(command.dropFirst()))
+        let (status, output) = try await runCommand(command[0], Array(command.dropFirst()))
         guard status == 0 else {
             throw ProcessTestError("\(tool) exited \(status): \(output.suffix(2000))\n\(self.serverLog.suffix(2000))")
         }
     }
 
     /// Starts the server on its port and waits until it accepts connections.
-    func start() throws {
-        try self.run(
+    func start() async throws {
+        try await self.run(
             "pg_ctl",
             [
                 "-D", self.dataDirectory, "-l", self.directory + "/server.log", "-w", "-t", "60",
@@ -120,19 +133,19 @@ final class PostgresCluster: Sendable {
     }
 
     /// Stops the server (fast shutdown: sessions are ended, as when a database host goes down).
-    func stop() throws {
-        try self.run("pg_ctl", ["-D", self.dataDirectory, "-m", "fast", "-w", "-t", "60", "stop"])
+    func stop() async throws {
+        try await self.run("pg_ctl", ["-D", self.dataDirectory, "-m", "fast", "-w", "-t", "60", "stop"])
     }
 
     /// Stops the server if it runs and removes its files.
-    func destroy() {
-        try? self.stop()
+    func destroy() async {
+        try? await self.stop()
         try? FileManager.default.removeItem(atPath: self.directory)
     }
 
     /// Runs `body` with a fresh server, destroyed however `body` ends.
     static func with<T>(_ body: (PostgresCluster) async throws -> T) async throws -> T {
-        let cluster = try Self.make()
-        return try await withCleanup(cluster, { $0.destroy() }, body)
+        let cluster = try await Self.make()
+        return try await withCleanup(cluster, { await $0.destroy() }, body)
     }
 }

@@ -116,6 +116,7 @@ struct RelayBuilderTests {
         try await GatewayFixture.with { gateway in
             var options = try Self.options(folder, gateway: gateway)
             options.database = try await PostgresTestServer.freshDatabaseURL()
+            options.databaseTimeout = PostgresTestServer.operationTimeout / .seconds(1)
             let relay = try await buildApplication(options, logger: Logger(label: "relay"))
             let group = ServiceGroup(configuration: .init(services: [relay], logger: Logger(label: "group")))
             let running = Task { try await group.run() }
@@ -129,7 +130,7 @@ struct RelayBuilderTests {
             try await running.value
 
             // A newer relay's schema: the built relay's group ends with the store's error, and nothing listened.
-            try await PostgresRelayStore.withStore(url: options.database, logger: Logger(label: "pg")) { store in
+            try await PostgresTestServer.withStore(url: options.database) { store in
                 try await store.executeForTesting("INSERT INTO relay_schema (version) VALUES (999)")
             }
             try FileManager.default.removeItem(atPath: options.portFile!)

@@ -37,6 +37,7 @@ struct RelayConfigurationTests {
         #expect(options.host == "0.0.0.0")  // file
         #expect(options.tokenRate == 30)  // file
         #expect(options.leaseSeconds == 60)  // default
+        #expect(options.databaseTimeout == 5)  // default
         #expect(options.sources["port"] == "--port")
         #expect(options.sources["workers"] == "E2EE_RELAY_WORKERS")
         #expect(options.sources["host"] == "\(path) (\"host\")")
@@ -51,10 +52,11 @@ struct RelayConfigurationTests {
             environment: [
                 "E2EE_RELAY_SELF_SIGNED_TLS_DIR": "tls", "E2EE_RELAY_APNS_KEY_ID": "KEY1234567",
                 "E2EE_RELAY_APNS_TEAM_ID": "TEAM123456", "E2EE_RELAY_APNS_TOPIC": "com.example.app,com.example.two",
-                "E2EE_RELAY_CONFIG": path,
+                "E2EE_RELAY_CONFIG": path, "E2EE_RELAY_DATABASE_TIMEOUT": "12.5",
             ],
             configFile: nil
         )
+        #expect(options.databaseTimeout == 12.5)
         #expect(options.apnsTopics == ["com.example.app", "com.example.two"])
         #expect(options.apnsKeyID == "KEY1234567")
         #expect(options.recipientRate == 90)
@@ -71,6 +73,8 @@ struct RelayConfigurationTests {
             (["port": .int(70000)], [:], nil, "--port must be 0...65535"),
             (["log-format": .string("xml")], [:], nil, "--log-format is text or json"),
             (["max-connections": .int(0)], [:], nil, "--max-connections must be 1 to"),
+            ([:], ["E2EE_RELAY_DATABASE_TIMEOUT": "0"], nil, "--database-timeout is seconds, more than 0"),
+            ([:], [:], #"{"database-timeout": 601}"#, "--database-timeout is seconds, more than 0 and at most 600"),
         ] as [([String: ConfigContent], [String: String], String?, String)]
     )
     func refused(flags: [String: ConfigContent], environment: [String: String], json: String?, message: String) throws {
@@ -95,7 +99,10 @@ struct RelayConfigurationTests {
         let options = try ServeOptions.resolve(flags: flags, environment: [:], configFile: nil)
         let line = RelayServe.startLine(options, environments: ["development", "production"])
         #expect(!line.contains("s3cret"))
-        #expect(line.contains("store PostgreSQL postgres://relay:***@db.example:5432/relay"), "\(line)")
+        #expect(
+            line.contains("store PostgreSQL postgres://relay:***@db.example:5432/relay (5 s per operation)"),
+            "\(line)"
+        )
         #expect(line.contains("APNs Apple (development, production)"))
         #expect(line.contains("topics com.example.app"))
         #expect(line.contains("2 delivery workers"))

@@ -125,7 +125,7 @@ struct RelayFaultTests {
                 contents: Data(APNsTestKey.pem.utf8),
                 attributes: [.posixPermissions: 0o600]
             )
-            try runCommand("/bin/chown", ["-R", "65534:65534", folder.path])
+            try await runCommand("/bin/chown", ["-R", "65534:65534", folder.path])
             try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.path)
             try FileManager.default.setAttributes([.posixPermissions: 0o555], ofItemAtPath: readOnly)
         }
@@ -211,7 +211,7 @@ struct RelayFaultTests {
                     }
                     #expect(accepted == 20)
 
-                    try cluster.stop()
+                    try await cluster.stop()
                     // Submits while the database is down: 503 storage-unavailable with Retry-After, nothing stored.
                     var refused: [(key: String, pushes: [(deviceID: String, envelope: Envelope)], bodies: [[UInt8]])] =
                         []
@@ -242,7 +242,7 @@ struct RelayFaultTests {
                     #expect(relay.isRunning, "\(relay.stderr.suffix(3000))")
 
                     // The database comes back: the relay reconnects by itself.
-                    try cluster.start()
+                    try await cluster.start()
                     try await waitUntil(tries: 1200, every: .milliseconds(100)) {
                         try await Self.health(client).0 == 200
                     }
@@ -277,7 +277,7 @@ struct RelayFaultTests {
                     let received = gateway.sink.records.map(\.bodyBytes)
                     let allDelivered = Set(received) == expected
                     #expect(allDelivered, "delivered \(Set(received).count) of \(expected.count)")
-                    try await PostgresRelayStore.withStore(url: cluster.url, logger: Logger(label: "pg-check")) {
+                    try await PostgresTestServer.withStore(url: cluster.url, logger: Logger(label: "pg-check")) {
                         store in
                         try await waitUntil(tries: 600, every: .milliseconds(100)) {
                             try await store.counts() == [.delivered: 34]
@@ -331,7 +331,10 @@ struct RelayFaultTests {
 
                 // The disk is full: no file of the relay may grow past 16 KiB (the database and its WAL are
                 // larger), so every write of SQLite fails as on a full disk (EFBIG here, ENOSPC there).
-                let (clamped, clampOutput) = try runCommand("/usr/bin/prlimit", ["--pid", "\(pid)", "--fsize=16384:"])
+                let (clamped, clampOutput) = try await runCommand(
+                    "/usr/bin/prlimit",
+                    ["--pid", "\(pid)", "--fsize=16384:"]
+                )
                 #expect(clamped == 0, "\(clampOutput)")
                 var refused: (key: String, pushes: [(deviceID: String, envelope: Envelope)], bodies: [[UInt8]])?
                 for round in 0..<20 where refused == nil {
@@ -364,7 +367,7 @@ struct RelayFaultTests {
                 #expect(try await client.fetchList(userID: "bob").devices.count == people.bob.devices.count)
 
                 // Room again: the relay writes again by itself, no restart.
-                let (lifted, liftOutput) = try runCommand(
+                let (lifted, liftOutput) = try await runCommand(
                     "/usr/bin/prlimit",
                     ["--pid", "\(pid)", "--fsize=unlimited:"]
                 )

@@ -134,7 +134,7 @@ struct RelayPostgresCrashTests {
                 Set(gateway.sink.records.map(\.bodyBytes)).count >= expected.count
             }
             // Pushes the killed instance sent but never recorded are leased again when their lease ends, and sent again.
-            try await PostgresRelayStore.withStore(url: url, logger: Logger(label: "pg-check")) { store in
+            try await PostgresTestServer.withStore(url: url, logger: Logger(label: "pg-check")) { store in
                 try await waitUntil(tries: 1200, every: .milliseconds(50)) {
                     try await store.counts() == [.delivered: expected.count]
                 }

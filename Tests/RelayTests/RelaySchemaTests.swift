@@ -271,10 +271,9 @@ struct RelaySchemaTests {
     // MARK: PostgreSQL
 
     static func withPostgres(_ body: (PostgresRelayStore) async throws -> Void) async throws {
-        try await PostgresRelayStore.withStore(
-            url: try await PostgresTestServer.freshDatabaseURL(),
-            logger: Logger(label: "pg")
-        ) { store in try await body(store) }
+        try await PostgresTestServer.withStore(url: try await PostgresTestServer.freshDatabaseURL()) { store in
+            try await body(store)
+        }
     }
 
     /// The relay's tables and indexes in the store's database.

@@ -13,6 +13,8 @@ import Locking
 /// the APNs key and the TLS key are files named here.
 public struct ServeOptions: Sendable {
     public var database = "relay.sqlite"
+    /// Seconds one PostgreSQL operation may take before its request is answered 503 `storage-unavailable`.
+    public var databaseTimeout = 5.0
     public var host = "127.0.0.1"
     public var port = 8443
     public var portFile: String?
@@ -54,7 +56,8 @@ public struct ServeOptions: Sendable {
 
     /// Every option, in `--help` order.
     public static let options: [Option] = [
-        .init(name: "database", kind: .string), .init(name: "host", kind: .string), .init(name: "port", kind: .int),
+        .init(name: "database", kind: .string), .init(name: "database-timeout", kind: .double),
+        .init(name: "host", kind: .string), .init(name: "port", kind: .int),
         .init(name: "port-file", kind: .string), .init(name: "tls-cert", kind: .string),
         .init(name: "tls-key", kind: .string), .init(name: "self-signed-tls-dir", kind: .string),
         .init(name: "apns-key-file", kind: .string), .init(name: "apns-key-id", kind: .string),
@@ -107,6 +110,7 @@ public struct ServeOptions: Sendable {
             if let v = config.double(forKey: ConfigKey(name)) { target = v }
         }
         string("database", &options.database)
+        double("database-timeout", &options.databaseTimeout)
         string("host", &options.host)
         int("port", &options.port)
         options.portFile = optional("port-file")
@@ -175,6 +179,9 @@ public struct ServeOptions: Sendable {
         }
         if !(0...65535).contains(self.port) { try refuse("--port must be 0...65535") }
         if self.workers < 1 { try refuse("--workers must be at least 1") }
+        if !(self.databaseTimeout > 0 && self.databaseTimeout <= 600) {
+            try refuse("--database-timeout is seconds, more than 0 and at most 600 (default 5)")
+        }
         if self.apnsConnectTimeout < 1 { try refuse("--apns-connect-timeout must be at least 1") }
         if self.apnsStreamTimeout < 1 { try refuse("--apns-stream-timeout must be at least 1") }
         // A lease must outlast a push in flight (the APNs client gives up on a stream after --apns-stream-timeout),

@@ -144,7 +144,11 @@ public func buildApplication(_ options: ServeOptions, logger: Logger) async thro
             store = sqlite
             closeStore = { await sqlite.close() }
         case .postgres(let url):
-            let postgres = try await PostgresRelayStore.connect(url: url, logger: logger)
+            let postgres = try await PostgresRelayStore.connect(
+                url: url,
+                operationTimeout: .seconds(options.databaseTimeout),
+                logger: logger
+            )
             store = postgres
             // The pool is a service of the relay's group, first in it so that the group stops it last, once the
             // server and the workers have drained. Waiting for it to answer and migrating need it running, so

@@ -20,7 +20,10 @@ public enum RelayServe: Sendable {
         let store: String
         switch RelayConfiguration.Database(argument: options.database) {
         case .sqlite(let path): store = "SQLite \(path)"
-        case .postgres(let url): store = "PostgreSQL \(Self.withoutPassword(url))"
+        case .postgres(let url):
+            let seconds = options.databaseTimeout
+            let timeout = seconds == seconds.rounded() && seconds < 1e6 ? "\(Int(seconds))" : "\(seconds)"
+            store = "PostgreSQL \(Self.withoutPassword(url)) (\(timeout) s per operation)"
         }
         let apns =
             options.apnsURL.map { "\($0) (an APNs-compatible server)" }

@@ -115,11 +115,14 @@ public final class PostgresRelayStore: RelayStore {
     /// The connection pool as a `Service`: it runs until graceful shutdown, then closes its connections.
     var clientService: any Service { self.client }
 
-    /// Returns once a pooled connection answers; throws `storage-unavailable` after ten seconds.
+    /// Returns once a pooled connection answers; throws `storage-unavailable` after ten seconds, or after
+    /// ``operationTimeout`` when that is longer.
     func waitUntilAnswering() async throws(RelayError) {
         // The pool retries a refused connection for about a minute; at start, ten seconds say enough. Pings are
         // tried again within them: each is bounded by `operationTimeout`, which a loaded server's first pooled
-        // connection can take longer than.
+        // connection can take longer than. A store given a longer operation timeout waits as long for the first
+        // answer (one operation may take that long, so may the first).
+        let window = max(Duration.seconds(10), self.operationTimeout)
         let answered = await withTaskGroup(of: Bool?.self) { group in
             group.addTask {
                 while !Task.isCancelled {
@@ -129,7 +132,7 @@ public final class PostgresRelayStore: RelayStore {
                 return nil
             }
             group.addTask {
-                try? await Task.sleep(for: .seconds(10))
+                try? await Task.sleep(for: window)
                 return nil
             }
             let first = await group.next() ?? nil
@@ -174,8 +177,13 @@ public final class PostgresRelayStore: RelayStore {
     }
 
     /// Creates database `name` on the server of `url` (tests give each run its own database).
-    static func createDatabase(_ name: String, url: String, logger: Logger) async throws {
-        try await Self.withStore(url: url, logger: logger) { store in
+    static func createDatabase(
+        _ name: String,
+        url: String,
+        operationTimeout: Duration = .seconds(5),
+        logger: Logger
+    ) async throws {
+        try await Self.withStore(url: url, operationTimeout: operationTimeout, logger: logger) { store in
             _ = try await store.read("create database") { connection in
                 _ = try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \"\(name)\""), logger: logger)
                 return true
