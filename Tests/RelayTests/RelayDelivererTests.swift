@@ -10,19 +10,24 @@ import Testing
 /// A push service of the tests' own: records what it was given and reports the outcome `answer` chooses.
 final class RecordingDeliverer: PushDeliverer {
     private let given = PThreadMutex<[PushDelivery]>([])
+    private let calls = PThreadMutex(0)
     let answer: @Sendable (PushDelivery) -> DeliveryReport
+    let service: PushService
 
-    init(_ answer: @escaping @Sendable (PushDelivery) -> DeliveryReport) {
+    init(service: PushService = .apns, _ answer: @escaping @Sendable (PushDelivery) -> DeliveryReport) {
+        self.service = service
         self.answer = answer
     }
 
-    var service: PushService { .apns }
+    /// How many times ``deliver(_:)`` was called.
+    var callCount: Int { self.calls.withLock { $0 } }
 
     /// Every push given so far, in order.
     var deliveries: [PushDelivery] { self.given.withLock { $0 } }
 
     func deliver(_ pushes: [PushDelivery]) async -> [DeliveryReport] {
         self.given.withLock { $0 += pushes }
+        self.calls.withLock { $0 += 1 }
         return pushes.map(self.answer)
     }
 }
@@ -115,15 +120,15 @@ struct RelayDelivererTests {
                 try #require(try await store.push(pushIDs[device]!))
             }
             let ok = try await record("ok")
-            #expect(ok.state == .delivered && ok.apnsStatus == 200)
+            #expect(ok.state == .delivered && ok.serviceStatus == 200)
             let gone = try await record("gone")
-            #expect(gone.state == .unregistered && gone.apnsStatus == 410)
+            #expect(gone.state == .unregistered && gone.serviceStatus == 410)
             let bad = try await record("bad")
-            #expect(bad.state == .failed && bad.apnsStatus == 400 && bad.apnsReason == "BadAddress")
+            #expect(bad.state == .failed && bad.serviceStatus == 400 && bad.serviceReason == "BadAddress")
             let rejected = try await record("rejected")
-            #expect(rejected.state == .failed && rejected.apnsStatus == 413 && rejected.apnsReason == "TooBig")
+            #expect(rejected.state == .failed && rejected.serviceStatus == 413 && rejected.serviceReason == "TooBig")
             let later = try await record("later")
-            #expect(later.state == .queued && later.apnsStatus == 429 && later.apnsReason == "Busy")
+            #expect(later.state == .queued && later.serviceStatus == 429 && later.serviceReason == "Busy")
 
             // The addresses: the dead one unregistered since the service said, the refused one failed with its
             // reason, the others still active.
@@ -155,10 +160,80 @@ struct RelayDelivererTests {
             #expect(await Self.service(store, deliverer).runOnce() == Self.devices.count)
             #expect(!deliverer.deliveries.contains { $0.pushID == pushIDs["ok"]! })
             let record = try #require(try await store.push(pushIDs["ok"]!))
-            #expect(record.state == .failed && record.apnsReason == "unsupported-push-service")
+            #expect(record.state == .failed && record.serviceReason == "unsupported-push-service")
             let device = try #require(try await store.devices(userID: "u").first { $0.deviceID == "ok" })
             #expect(device.pushState == .failed && device.failedReason == "unsupported-push-service")
         }
+    }
+
+    @Test("two push services: each deliverer gets its own service's pushes in one call, each outcome is recorded")
+    func twoServices() async throws {
+        try await RelayStoreContractTests.withSQLite { store in
+            let pushIDs = try await Self.queue(store)
+            // "later" and "bad" registered for a second service of the tests' own.
+            let other = PushService(rawValue: "test-push")
+            for device in ["later", "bad"] {
+                let address = RegisteredAddress(
+                    push: PushAddress(service: other, address: "addr-" + device),
+                    environment: nil
+                )
+                try await store.registerPush(userID: "u", deviceID: device, address: address, nowMs: 0)
+            }
+            let apns = RecordingDeliverer(Self.report(for:))
+            let second = RecordingDeliverer(service: other) { push in
+                push.address.push.address == "addr-later"
+                    ? DeliveryReport(outcome: .delivered, status: 202, label: "202", signal: .answered)
+                    : DeliveryReport(outcome: .addressRefused(reason: "NoSuchAddress"), label: "x", signal: .answered)
+            }
+            var configuration = DeliveryService.Configuration(owner: "two")
+            configuration.jitter = 0
+            let delivery = DeliveryService(
+                store: store,
+                deliverers: [apns, second],
+                metrics: RelayMetrics(),
+                configuration: configuration,
+                now: { 1000 },
+                logger: Logger(label: "delivery")
+            )
+            #expect(await delivery.runOnce() == Self.devices.count)
+            #expect(apns.callCount == 1 && second.callCount == 1)
+            #expect(Set(apns.deliveries.map(\.pushID)) == Set(["ok", "gone", "rejected"].map { pushIDs[$0]! }))
+            #expect(Set(second.deliveries.map(\.pushID)) == Set(["later", "bad"].map { pushIDs[$0]! }))
+            #expect(second.deliveries.allSatisfy { $0.address.push.service == other })
+
+            let later = try #require(try await store.push(pushIDs["later"]!))
+            #expect(later.state == .delivered && later.serviceStatus == 202)
+            let bad = try #require(try await store.push(pushIDs["bad"]!))
+            #expect(bad.state == .failed && bad.serviceReason == "NoSuchAddress")
+            let ok = try #require(try await store.push(pushIDs["ok"]!))
+            #expect(ok.state == .delivered && ok.serviceStatus == 200)
+            let device = try #require(try await store.devices(userID: "u").first { $0.deviceID == "bad" })
+            #expect(device.pushState == .failed && device.failedReason == "NoSuchAddress")
+        }
+    }
+
+    @Test("the APNs deliverer refuses an address of a topic outside the app's: topic-not-allowed, APNs not asked")
+    func apnsTopicOutsideTheApp() async throws {
+        let deliverer = APNsDeliverer(clients: [:], topics: ["com.example.app"])
+        let reports = await deliverer.deliver([
+            PushDelivery(
+                pushID: UUID().uuidString,
+                address: TestUser.address("d", topic: "com.example.other"),
+                envelope: [1],
+                attempt: 1
+            ),
+            PushDelivery(pushID: UUID().uuidString, address: TestUser.address("d"), envelope: [1], attempt: 1),
+        ])
+        #expect(
+            reports[0]
+                == DeliveryReport(
+                    outcome: .addressRefused(reason: "topic-not-allowed"),
+                    label: "local-topic-not-allowed",
+                    signal: .notAsked
+                )
+        )
+        // The app's topic passes the check and reaches the next one (no client for its environment here).
+        #expect(reports[1].label == "local-no-client")
     }
 
     @Test("a push still refused for later at its last attempt is given up, failed with the service's reason")
@@ -174,7 +249,7 @@ struct RelayDelivererTests {
             }
             #expect(await Self.service(store, deliverer, maxAttempts: 1).runOnce() == Self.devices.count)
             let record = try #require(try await store.push(pushIDs["ok"]!))
-            #expect(record.state == .failed && record.apnsReason == "gave up after 1 attempts (Busy)")
+            #expect(record.state == .failed && record.serviceReason == "gave up after 1 attempts (Busy)")
         }
     }
 

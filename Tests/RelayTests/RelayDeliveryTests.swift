@@ -101,7 +101,7 @@ struct RelayDeliveryTests {
                     #expect(try await fixture.store.push(accepted.pushes[0].pushID)?.state == .delivered)
                     let tablet = try await fixture.store.push(accepted.pushes[1].pushID)
                     #expect(tablet?.state == .unregistered)
-                    #expect(tablet?.apnsStatus == 410)
+                    #expect(tablet?.serviceStatus == 410)
                     let fetched = try await fixture.service.fetch(userID: "bob")
                     #expect(
                         fetched.devices == [
@@ -157,7 +157,7 @@ struct RelayDeliveryTests {
                     #expect(await Self.delivery(fixture, failingClient).runOnce() == 1)
                     let afterFailure = try await fixture.store.push(pushID)
                     #expect(afterFailure?.state == .queued)
-                    #expect(afterFailure?.apnsStatus == 503)
+                    #expect(afterFailure?.serviceStatus == 503)
                     #expect(afterFailure?.attempts == 1)
                     // Not due before the backoff (1 s for the first retry).
                     try await GatewayFixture.with { working in

@@ -465,7 +465,7 @@ struct RelaySchemaTests {
         #expect(leased.first?.address == TestUser.address("a"))
         #expect(leased.first?.envelope == Self.legacyPush.envelope)
         let done = try #require(try await store.push("v2-done"))
-        #expect(done.state == .failed && done.apnsStatus == 400 && done.apnsReason == "BadPriority")
+        #expect(done.state == .failed && done.serviceStatus == 400 && done.serviceReason == "BadPriority")
     }
 
     /// A sealed push's envelope, and the APNs body the relay of version 1 queued for it.

@@ -130,7 +130,7 @@ struct RelayStoreContractTests {
         let refused = PushOutcome.addressRefused(atMs: 1020, address: dead, status: 400, reason: "BadDeviceToken")
         #expect(try await store.complete(second.pushID, owner: "w1", outcome: refused, nowMs: 1020) == .recorded)
         let record = try #require(try await store.push(second.pushID))
-        #expect(record.state == .failed && record.apnsStatus == 400 && record.apnsReason == "BadDeviceToken")
+        #expect(record.state == .failed && record.serviceStatus == 400 && record.serviceReason == "BadDeviceToken")
         let device = try #require(try await store.devices(userID: "u").first { $0.deviceID == second.deviceID })
         #expect(
             device.pushState == .failed && device.failedReason == "BadDeviceToken" && device.unregisteredAtMs == 1020
@@ -522,7 +522,7 @@ struct RelayStoreContractTests {
         let record = try #require(try await store.push("p-1"))
         #expect(record.state == .delivered)
         #expect(record.completions == 2)
-        #expect(record.apnsStatus == 200)
+        #expect(record.serviceStatus == 200)
         #expect(try await store.counts() == [.delivered: 1, .unregistered: 1])
 
         // A list without "b": its address goes; a queued push of b becomes removed.

@@ -9,9 +9,13 @@ public import Sender
 public struct APNsDeliverer: PushDeliverer {
     /// One client per environment name (`production`, `development`); one client may serve both.
     public let clients: [String: APNsClient]
+    /// The app's topics (bundle ids): a push to an address registered for another topic is not sent, and the
+    /// address fails (`topic-not-allowed`). Empty: every topic.
+    public let topics: Set<String>
 
-    public init(clients: [String: APNsClient]) {
+    public init(clients: [String: APNsClient], topics: Set<String> = []) {
         self.clients = clients
+        self.topics = topics
     }
 
     public var service: PushService { .apns }
@@ -26,6 +30,15 @@ public struct APNsDeliverer: PushDeliverer {
                 reports[index] = DeliveryReport(
                     outcome: .addressRefused(reason: RelayError.Code.badPushAddress.rawValue),
                     label: "local-not-apns-address",
+                    signal: .notAsked
+                )
+                continue
+            }
+            guard self.topics.isEmpty || self.topics.contains(apns.topic) else {
+                // Registered before the relay was configured with its topics: APNs would refuse it (TopicDisallowed).
+                reports[index] = DeliveryReport(
+                    outcome: .addressRefused(reason: RelayError.Code.topicNotAllowed.rawValue),
+                    label: "local-topic-not-allowed",
                     signal: .notAsked
                 )
                 continue

@@ -1,4 +1,5 @@
 import Foundation
+import E2EECore
 public import Logging
 import RelayClient
 public import ServiceLifecycle
@@ -28,17 +29,14 @@ public final class DeliveryService: Service, Sendable {
         public var initialBackoff: Duration = .seconds(1)
         public var maximumBackoff: Duration = .seconds(300)
         public var jitter = 0.2
-        /// The app's topics (bundle ids): a push to an address registered for another topic is not sent, and the
-        /// address is marked failed (`topic-not-allowed`). Empty: every topic (tests of the queue alone).
-        public var topics: Set<String> = []
-
         public init(owner: String = DeliveryService.defaultOwner()) {
             self.owner = owner
         }
     }
 
     let store: any RelayStore
-    let deliverer: any PushDeliverer
+    /// One deliverer per push service.
+    let deliverers: [PushService: any PushDeliverer]
     let metrics: RelayMetrics
     let configuration: Configuration
     let now: @Sendable () -> Int64
@@ -50,12 +48,33 @@ public final class DeliveryService: Service, Sendable {
 
     /// - Parameters:
     ///   - store: The queue.
-    ///   - deliverer: What sends the pushes to their push service (``APNsDeliverer``).
+    ///   - deliverers: What sends the pushes to their push services (``APNsDeliverer``), one per service: a push is
+    ///     handed to the deliverer of its address's service; with none, it fails (`unsupported-push-service`).
     ///   - metrics: Where deliveries, retries and latencies are counted.
     ///   - configuration: Workers, leases and backoff.
     ///   - now: Milliseconds since 1970.
     ///   - logger: Gets push ids, statuses and counts; never tokens or bodies.
+    /// - Precondition: no two deliverers of one service.
     public init(
+        store: any RelayStore,
+        deliverers: [any PushDeliverer],
+        metrics: RelayMetrics,
+        configuration: Configuration,
+        now: @escaping @Sendable () -> Int64 = { RelayClock.nowMs() },
+        logger: Logger
+    ) {
+        self.store = store
+        self.deliverers = Dictionary(deliverers.map { ($0.service, $0) }) { first, _ in
+            preconditionFailure("two deliverers of the push service \(first.service)")
+        }
+        self.metrics = metrics
+        self.configuration = configuration
+        self.now = now
+        self.logger = logger
+    }
+
+    /// A delivery service with one deliverer.
+    public convenience init(
         store: any RelayStore,
         deliverer: any PushDeliverer,
         metrics: RelayMetrics,
@@ -63,12 +82,14 @@ public final class DeliveryService: Service, Sendable {
         now: @escaping @Sendable () -> Int64 = { RelayClock.nowMs() },
         logger: Logger
     ) {
-        self.store = store
-        self.deliverer = deliverer
-        self.metrics = metrics
-        self.configuration = configuration
-        self.now = now
-        self.logger = logger
+        self.init(
+            store: store,
+            deliverers: [deliverer],
+            metrics: metrics,
+            configuration: configuration,
+            now: now,
+            logger: logger
+        )
     }
 
     /// `<host>-<pid>-<random>`.
@@ -138,72 +159,55 @@ public final class DeliveryService: Service, Sendable {
         self.inFlight.add(batch.count, ordering: .relaxed)
         defer { self.inFlight.subtract(batch.count, ordering: .relaxed) }
 
-        // Pushes without a usable address are settled without asking the deliverer.
+        // Pushes without a usable address are settled without asking a deliverer; the others go to their service's.
         var settled: [Settled] = []
-        var deliveries: [(push: LeasedPush, delivery: PushDelivery)] = []
+        var byService: [PushService: [(push: LeasedPush, delivery: PushDelivery)]] = [:]
         for push in batch {
             guard let address = push.address else {
                 settled.append(Settled(push: push, outcome: .removed, status: "local-no-address"))
                 continue
             }
-            guard address.push.service == self.deliverer.service else {
+            guard self.deliverers[address.push.service] != nil else {
                 // Registered for a service this relay has no deliverer for (a database shared with a relay that
                 // has one, or restored): the address fails with a reason, the push is not silently dropped.
-                settled.append(
-                    Settled(
-                        push: push,
-                        outcome: .addressRefused(
-                            atMs: self.now(),
-                            address: address.push.address,
-                            status: nil,
-                            reason: RelayError.Code.unsupportedPushService.rawValue
-                        ),
-                        status: "local-unsupported-push-service"
-                    )
+                let outcome = PushOutcome.addressRefused(
+                    atMs: self.now(),
+                    address: address.push.address,
+                    status: nil,
+                    reason: RelayError.Code.unsupportedPushService.rawValue
                 )
+                settled.append(Settled(push: push, outcome: outcome, status: "local-unsupported-push-service"))
                 continue
             }
-            if let topic = address.push.apns?.topic, !self.configuration.topics.isEmpty,
-                !self.configuration.topics.contains(topic)
-            {
-                // Registered before the relay was configured with its topics: APNs would refuse it (TopicDisallowed).
-                settled.append(
-                    Settled(
-                        push: push,
-                        outcome: .addressRefused(
-                            atMs: self.now(),
-                            address: address.push.address,
-                            status: nil,
-                            reason: RelayError.Code.topicNotAllowed.rawValue
-                        ),
-                        status: "local-topic-not-allowed"
-                    )
-                )
-                continue
+            let delivery = PushDelivery(
+                pushID: push.pushID,
+                address: address,
+                envelope: push.envelope,
+                attempt: push.attempts
+            )
+            byService[address.push.service, default: []].append((push, delivery))
+        }
+        // Each service's deliverer gets its pushes at once; the services in parallel.
+        let reported = await withTaskGroup(of: [(LeasedPush, RegisteredAddress, DeliveryReport)].self) { group in
+            for (service, items) in byService {
+                guard let deliverer = self.deliverers[service] else { continue }
+                group.addTask {
+                    let reports = await deliverer.deliver(items.map(\.delivery))
+                    return zip(items, reports).map { ($0.push, $0.delivery.address, $1) }
+                }
             }
-            deliveries.append(
-                (
-                    push,
-                    PushDelivery(
-                        pushID: push.pushID,
-                        address: address,
-                        envelope: push.envelope,
-                        attempt: push.attempts
-                    )
+            var all: [(LeasedPush, RegisteredAddress, DeliveryReport)] = []
+            for await part in group { all += part }
+            return all
+        }
+        for (push, address, report) in reported {
+            settled.append(
+                Settled(
+                    push: push,
+                    outcome: self.outcome(of: report, for: push, address: address),
+                    status: report.label
                 )
             )
-        }
-        if !deliveries.isEmpty {
-            let reports = await self.deliverer.deliver(deliveries.map(\.delivery))
-            for (item, report) in zip(deliveries, reports) {
-                settled.append(
-                    Settled(
-                        push: item.push,
-                        outcome: self.outcome(of: report, for: item.push, address: item.delivery.address),
-                        status: report.label
-                    )
-                )
-            }
         }
         await self.record(settled, leaseEnds: leaseEnds)
         return batch.count

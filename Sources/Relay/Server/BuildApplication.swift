@@ -124,7 +124,6 @@ public func buildApplication(_ options: ServeOptions, logger: Logger) async thro
     configuration.policy.topics = Set(options.apnsTopics)
     configuration.delivery.workers = options.workers
     configuration.delivery.lease = .seconds(options.leaseSeconds)
-    configuration.delivery.topics = Set(options.apnsTopics)
     configuration.connections = options.connections
     if let port = options.metricsPort { configuration.metricsListener = (options.metricsHost ?? "127.0.0.1", port) }
 
@@ -205,7 +204,7 @@ public func buildApplication(_ options: ServeOptions, logger: Logger) async thro
         let service = try RelayService(store: store, metrics: metrics, policy: configuration.policy, logger: logger)
         let delivery = DeliveryService(
             store: store,
-            deliverer: APNsDeliverer(clients: byEnvironment),
+            deliverers: [APNsDeliverer(clients: byEnvironment, topics: Set(options.apnsTopics))],
             metrics: metrics,
             configuration: configuration.delivery,
             logger: logger

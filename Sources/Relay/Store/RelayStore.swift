@@ -252,6 +252,9 @@ public struct PushRecord: Sendable, Hashable {
     public var state: PushState
     public var attempts: Int
     public var completions: Int
-    public var apnsStatus: Int?
-    public var apnsReason: String?
+    /// The push service's status code at the last attempt (APNs' HTTP status), when it answered.
+    public var serviceStatus: Int?
+    /// The push service's reason at the last attempt (APNs' `reason`), or the relay's own (`unsupported-push-service`,
+    /// `gave up after …`).
+    public var serviceReason: String?
 }

@@ -1014,8 +1014,8 @@ public final class PostgresRelayStore: RelayStore {
                     state: PushState(rawValue: state) ?? .failed,
                     attempts: Int(attempts),
                     completions: Int(completions),
-                    apnsStatus: status.map(Int.init),
-                    apnsReason: reason
+                    serviceStatus: status.map(Int.init),
+                    serviceReason: reason
                 )
             }
             return nil

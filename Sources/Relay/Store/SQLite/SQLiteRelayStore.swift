@@ -799,8 +799,8 @@ public final class SQLiteRelayStore: RelayStore {
                     state: PushState(rawValue: s.text(2)) ?? .failed,
                     attempts: Int(s.int64(3)),
                     completions: Int(s.int64(4)),
-                    apnsStatus: s.optionalInt64(5).map(Int.init),
-                    apnsReason: s.optionalText(6)
+                    serviceStatus: s.optionalInt64(5).map(Int.init),
+                    serviceReason: s.optionalText(6)
                 )
             }
         }
