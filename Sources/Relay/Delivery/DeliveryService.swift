@@ -1,5 +1,5 @@
-import Foundation
 import E2EECore
+import Foundation
 public import Logging
 import RelayClient
 public import ServiceLifecycle
