@@ -18,7 +18,7 @@ extension ProjectVectors {
 
     /// A push address of the vectors (unsigned, §11.1): 32 bytes from the seed rule as the token.
     static func push(_ label: String) -> PushAddress {
-        PushAddress(APNsAddress(topic: "com.example.e2ee-calls", deviceToken: Hex.encode(seed(label))))
+        PushAddress(APNsAddress(topic: vectorTopic, deviceToken: Hex.encode(seed(label))))
     }
 
     static func signingKey(_ label: String) -> SigningPrivateKey {
@@ -392,7 +392,76 @@ extension ProjectVectors {
             pins: nil,
             .keyFile
         )
+
+        // Push addresses (§11.1): unsigned, so these keep v2's valid signature; each breaks one rule.
+        let phoneToken = Hex.encode(seed("bob/phone/push"))
+        add(
+            "push-both-forms",
+            "bob's v2 with the phone's push holding the current service/address and the legacy device_token",
+            pushEdited(
+                lists.bobV2,
+                device: 0,
+                [
+                    "service": "apns", "address": "\(vectorTopic)/\(phoneToken)", "device_token": phoneToken,
+                ]
+            ),
+            pins: nil,
+            .keyFile
+        )
+        add(
+            "push-service-uppercase",
+            "bob's v2 with the phone's push service \"APNS\" (a service name is a-z, 0-9 and '-')",
+            pushEdited(lists.bobV2, device: 0, ["service": "APNS", "address": "\(vectorTopic)/\(phoneToken)"]),
+            pins: nil,
+            .keyFile
+        )
+        add(
+            "push-apns-short-token",
+            "bob's v2 with the phone's apns address carrying a device token of 62 hex digits",
+            pushEdited(
+                lists.bobV2,
+                device: 0,
+                [
+                    "service": "apns", "address": "\(vectorTopic)/\(phoneToken.prefix(62))",
+                ]
+            ),
+            pins: nil,
+            .keyFile
+        )
+        add(
+            "push-legacy-without-topic",
+            "bob's v2 with the phone's push in the legacy form without its topic",
+            pushEdited(lists.bobV2, device: 0, ["device_token": phoneToken]),
+            pins: nil,
+            .keyFile
+        )
         return negatives
+    }
+
+    /// The topic of the vectors' APNs addresses.
+    static let vectorTopic = "com.example.e2ee-calls"
+
+    /// `list`'s JSON with the `push` of its device at `device` replaced by `push` (not a signed field: the list's
+    /// signature still verifies).
+    static func pushEdited(_ list: DeviceList, device: Int, _ push: [String: Any]) -> String {
+        editedJSON(list) { object in
+            var devices = object["devices"] as! [[String: Any]]
+            devices[device]["push"] = push
+            object["devices"] = devices
+        }
+    }
+
+    /// bob's v2 with its phone's push in the legacy form `{device_token, topic}` and its tablet's of a service this
+    /// implementation has no rule for (`example-push`, kept as is): readers MUST accept it as bob's v2, with these
+    /// addresses (§11.1). The same signed bytes, so the same digest.
+    public static func legacyPushList() -> (json: String, list: DeviceList) {
+        let text = editedJSON(deviceLists().bobV2) { object in
+            var devices = object["devices"] as! [[String: Any]]
+            devices[0]["push"] = ["device_token": Hex.encode(seed("bob/phone/push")), "topic": vectorTopic]
+            devices[1]["push"] = ["service": "example-push", "address": "opaque:address-1"]
+            object["devices"] = devices
+        }
+        return (text, try! DeviceList.parse(Array(text.utf8)))
     }
 
     /// The request vectors: the tablet's request, and one altered after it was made.
@@ -439,9 +508,16 @@ extension ProjectVectors {
                             )
                         ),
                         "certificate": Hex.encode(device.certificate),
+                        "push": device.push.map { ["service": $0.service.rawValue, "address": $0.address] as Any }
+                            ?? NSNull(),
                     ]
                 },
             ]
+        }
+        func positive(legacy: (json: String, list: DeviceList), labels: [String: [String]]) -> [String: Any] {
+            var entry = positive("bob-v2-legacy-push", legacy.list, userKeyLabel: "bob/user-key", deviceLabels: labels)
+            entry["json"] = legacy.json
+            return entry
         }
         let bobLabels = [
             "phone": ["bob/signing-key", "bob/device-key-old", "bob/device-key"],
@@ -460,6 +536,7 @@ extension ProjectVectors {
             positive("bob-v2", lists.bobV2, userKeyLabel: "bob/user-key", deviceLabels: bobLabels),
             positive("bob-v3", lists.bobV3, userKeyLabel: "bob/user-key", deviceLabels: bobLabels),
             positive("bob-v4", lists.bobV4, userKeyLabel: "bob/user-key", deviceLabels: bobV4Labels),
+            positive(legacy: legacyPushList(), labels: bobLabels),
         ]
         let accepted: [(String, String, DeviceList?, String)] = [
             ("alice-v1-first-use", "alice-v1", nil, "first-use"),
@@ -470,6 +547,7 @@ extension ProjectVectors {
             ("bob-v3-unchanged", "bob-v3", lists.bobV3, "unchanged"),
             ("bob-v4-after-v3", "bob-v4", lists.bobV3, "newer"),
             ("bob-v4-unchanged", "bob-v4", lists.bobV4, "unchanged"),
+            ("bob-v2-legacy-push-after-v2", "bob-v2-legacy-push", lists.bobV2, "unchanged"),
         ]
         let request = lists.tabletRequest
         let xwingRequest = lists.tabletXWingRequest

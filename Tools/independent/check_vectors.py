@@ -227,6 +227,8 @@ def check_device_lists(vectors):
             cert = E.Ed25519PrivateKey.from_private_bytes(user_seed).sign(msg)
             if cert.hex() != dv["certificate"] or d.certificate != cert:
                 problems.append(f"{d.device_id}: certificate")
+            if d.push != dv["push"]:
+                problems.append(f"{d.device_id}: push read as {d.push}, expected {dv['push']}")
         if not problems:
             lists[v["name"]] = lst
         report(not problems, name, "; ".join(problems) if problems else

@@ -39,12 +39,19 @@ struct DeviceListScanTests {
             #expect(scanned == (try DeviceList.decoded(bytes)), "\(name)")
             #expect(try DeviceList.parse(bytes) == scanned, "\(name)")
         }
-        // The fixture's texts too (what the vectors pin, as committed).
+        // The fixture's texts too (what the vectors pin, as committed). Its list with a legacy push address is not
+        // one a signer writes now: the scan leaves it to JSONDecoder, and parse reads it all the same.
         let fixture = try DeviceListVectorTests.entries("positive")
-        #expect(fixture.count == 5)
+        #expect(fixture.count == 6)
         for vector in fixture {
+            let name = try #require(vector["name"] as? String)
             let bytes = Array(try #require(vector["json"] as? String).utf8)
-            let scanned = try #require(DeviceList.scanned(bytes), "\(vector["name"] ?? "?")")
+            if name == "bob-v2-legacy-push" {
+                #expect(DeviceList.scanned(bytes) == nil)
+                #expect(try DeviceList.parse(bytes) == (try DeviceList.decoded(bytes)))
+                continue
+            }
+            let scanned = try #require(DeviceList.scanned(bytes), "\(name)")
             #expect(scanned == (try DeviceList.decoded(bytes)))
         }
         // bob-v4 holds an X-Wing key and a push address: both taken.

@@ -26,12 +26,33 @@ struct DeviceListVectorTests {
     )
     func positiveLists() throws {
         let positives = try Self.entries("positive")
-        #expect(positives.map { $0["name"] as? String } == ["alice-v1", "bob-v1", "bob-v2", "bob-v3", "bob-v4"])
+        #expect(
+            positives.map { $0["name"] as? String } == [
+                "alice-v1", "bob-v1", "bob-v2", "bob-v3", "bob-v4", "bob-v2-legacy-push",
+            ]
+        )
         let generated = ProjectVectors.deviceLists()
+        // bob's v2 as earlier releases wrote the phone's push, and the tablet's of a service with no rule here.
+        let legacy = try generated.bobV2
+            .settingPush(
+                PushAddress(
+                    APNsAddress(
+                        topic: "com.example.e2ee-calls",
+                        deviceToken: Hex.encode(ProjectVectors.seed("bob/phone/push"))
+                    )
+                ),
+                deviceID: "phone"
+            )
+            .settingPush(
+                PushAddress(service: PushService(rawValue: "example-push"), address: "opaque:address-1"),
+                deviceID: "tablet"
+            )
         let expected = [
             "alice-v1": generated.aliceV1, "bob-v1": generated.bobV1, "bob-v2": generated.bobV2,
-            "bob-v3": generated.bobV3, "bob-v4": generated.bobV4,
+            "bob-v3": generated.bobV3, "bob-v4": generated.bobV4, "bob-v2-legacy-push": legacy,
         ]
+        let legacyText = try #require(positives.last?["json"] as? String)
+        #expect(legacyText.contains("\"device_token\"") && legacyText.contains("\"topic\""))
         for vector in positives {
             let name = try #require(vector["name"] as? String)
             let list = try DeviceList.parse(Array(try #require(vector["json"] as? String).utf8))
@@ -63,6 +84,10 @@ struct DeviceListVectorTests {
                 #expect(device.deviceID == entry["device_id"] as? String)
                 #expect(Hex.encode(message) == entry["certificate_message"] as? String, "\(name)/\(device.deviceID)")
                 #expect(Hex.encode(device.certificate) == entry["certificate"] as? String)
+                let push = entry["push"] as? [String: String]
+                #expect(push?["service"] == device.push?.service.rawValue, "\(name)/\(device.deviceID) push")
+                #expect(push?["address"] == device.push?.address, "\(name)/\(device.deviceID) push")
+                #expect((entry["push"] is NSNull) == (device.push == nil), "\(name)/\(device.deviceID) push")
                 #expect(try userKey.signature(for: message) == device.certificate)
             }
         }
@@ -84,7 +109,7 @@ struct DeviceListVectorTests {
     @Test("pin checks give their outcomes")
     func pinChecks() throws {
         let checks = try Self.entries("pin_checks")
-        #expect(checks.count == 8)
+        #expect(checks.count == 9)
         let lists = try Dictionary(
             uniqueKeysWithValues: Self.entries("positive").map { vector in
                 (
@@ -116,7 +141,7 @@ struct DeviceListVectorTests {
     func negativeLists() throws {
         let negatives = try Self.entries("negative")
         let generated = ProjectVectors.negativeLists()
-        #expect(negatives.count == 17)
+        #expect(negatives.count == 21)
         #expect(negatives.map { $0["name"] as? String } == generated.map(\.name))
         var codes: [String: Int] = [:]
         for vector in negatives {
@@ -137,7 +162,7 @@ struct DeviceListVectorTests {
         #expect(
             codes == [
                 "bad-list-signature": 2, "device-not-signed-in": 1, "list-rollback": 2, "signing-key-changed": 1,
-                "list-version-reused": 1, "key-file": 10,
+                "list-version-reused": 1, "key-file": 14,
             ]
         )
     }
