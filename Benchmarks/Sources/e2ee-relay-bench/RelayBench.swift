@@ -18,7 +18,11 @@
 //
 // Usage: swift run --package-path Benchmarks -c release e2ee-relay-bench --bin .build/release
 //          [--pushes N] [--devices D] [--instances K] [--database sqlite|postgres://…] [--concurrency C]
-//          [--workers W] [--batch-window B]
+//          [--workers W] [--batch-window B] [--rate R]
+//
+// `--rate R` paces the measured submits: submit j is due at start + j/R seconds (an open loop: a submit that had to
+// wait for its task counts from when it was due), C tasks taking every C-th one, so the latency is that of a relay
+// offered R submits a second, not of one kept saturated. Without it, the C tasks send as fast as answers come.
 import BenchSupport
 import E2EECore
 import Foundation
@@ -38,6 +42,8 @@ struct Options {
     var concurrency = 64
     var workers = 2
     var batchWindow = 100
+    /// Submits per second for the measured submits; 0: as fast as the answers come.
+    var rate = 0.0
 
     init(_ arguments: [String]) {
         var iterator = arguments.makeIterator()
@@ -52,6 +58,7 @@ struct Options {
             case "--concurrency": self.concurrency = Int(value) ?? self.concurrency
             case "--workers": self.workers = Int(value) ?? self.workers
             case "--batch-window": self.batchWindow = Int(value) ?? self.batchWindow
+            case "--rate": self.rate = Double(value) ?? -1
             default: Self.fail("unknown argument \(argument)")
             }
         }
@@ -62,6 +69,7 @@ struct Options {
             self.database = url
         }
         if !(1...16).contains(self.devices) { Self.fail("--devices takes 1 to 16") }
+        if !(self.rate >= 0) { Self.fail("--rate takes submits per second (0: unpaced)") }
         if self.database == "sqlite", self.instances != 1 {
             Self.fail("the embedded SQLite store is for one relay process; use --database postgres for --instances > 1")
         }
@@ -365,8 +373,13 @@ struct RelayBench {
         let gatewayCPUBefore = cpuSeconds(gateway.processIdentifier)
         let selfCPUBefore = cpuSeconds(getpid())
         let firstSubmitMs = nowMs()
-        let submitted: [(String, Int64)] = try await Self.fanOut(envelopes, options, clients) { client, submit in
-            let sentAt = nowMs()
+        let submitted: [(String, Int64)] = try await Self.fanOut(
+            envelopes,
+            options,
+            clients,
+            pacedFromMs: options.rate > 0 ? firstSubmitMs : nil
+        ) { client, submit, dueMs in
+            let sentAt = dueMs ?? nowMs()
             let answer = try await client.submit(userID: bob, pushes: submit.pushes, token: token)
             guard answer.pushes.count == submit.pushes.count else {
                 Options.fail("a submit of \(submit.pushes.count) pushes was answered with \(answer.pushes.count)")
@@ -398,7 +411,7 @@ struct RelayBench {
         // spends on these is the request alone: TLS, HTTP/2, Hummingbird, the body, an answer.
         let floorCPUBefore = relays.map { cpuSeconds($0.processIdentifier) }
         let refusedUser = String(repeating: "x", count: 65)
-        let refused = try await Self.fanOut(envelopes, options, clients) { client, submit in
+        let refused = try await Self.fanOut(envelopes, options, clients) { client, submit, _ in
             await Self.refusal(client, refusedUser, submit, token)
         }.filter { $0 == .badUserID }.count
         guard refused == options.pushes else { Options.fail("\(refused) of \(options.pushes) floor submits refused") }
@@ -465,6 +478,7 @@ struct RelayBench {
             "relay-bench: \(pushCount) pushes (\(options.pushes) submits of \(options.devices) device(s)' pushes), "
                 + "\(store), \(options.instances) instance(s), \(options.workers) delivery workers each, "
                 + "\(options.concurrency) submits in flight"
+                + (options.rate > 0 ? String(format: " at most, paced at %.0f submits/s", options.rate) : "")
         )
         print(
             String(
@@ -525,23 +539,37 @@ struct RelayBench {
     }
 
     /// Runs `body` once per envelope, `options.concurrency` tasks in flight, each task on one client (round-robin
-    /// over the instances) with its own contiguous share of the envelopes.
+    /// over the instances) with its own contiguous share of the envelopes. Paced (`pacedFromMs`, `options.rate`):
+    /// task t takes envelopes t, t + C, t + 2C, …, each not before its due time (start + j/rate), which `body` gets.
     static func fanOut<T: Sendable>(
         _ envelopes: [Submit],
         _ options: Options,
         _ clients: [RelayClient],
-        _ body: @escaping @Sendable (RelayClient, Submit) async throws -> T
+        pacedFromMs: Int64? = nil,
+        _ body: @escaping @Sendable (RelayClient, Submit, Int64?) async throws -> T
     ) async throws -> [T] {
         try await withThrowingTaskGroup(of: [T].self) { group in
             let perTask = (envelopes.count + options.concurrency - 1) / options.concurrency
             for task in 0..<options.concurrency {
-                let range = min(task * perTask, envelopes.count)..<min(envelopes.count, (task + 1) * perTask)
-                guard !range.isEmpty else { continue }
+                let indices =
+                    pacedFromMs == nil
+                    ? Array(min(task * perTask, envelopes.count)..<min(envelopes.count, (task + 1) * perTask))
+                    : Array(stride(from: task, to: envelopes.count, by: options.concurrency))
+                guard !indices.isEmpty else { continue }
                 let client = clients[task % clients.count]
-                let mine = Array(envelopes[range])
+                let rate = options.rate
                 group.addTask {
                     var results: [T] = []
-                    for envelope in mine { results.append(try await body(client, envelope)) }
+                    for index in indices {
+                        var due: Int64?
+                        if let start = pacedFromMs {
+                            let dueMs = start + Int64((Double(index) / rate * 1000).rounded())
+                            due = dueMs
+                            let wait = dueMs - nowMs()
+                            if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
+                        }
+                        results.append(try await body(client, envelopes[index], due))
+                    }
                     return results
                 }
             }
