@@ -323,13 +323,10 @@ struct OnceArguments: Equatable, Sendable {
         } else {
             payload = StandardInput.readAll()
         }
-        let lines = try await FilterApp.once(
-            payload,
-            options: self.account.options(),
-            logger: self.account.logger()
-        )
-        // A reader that went away loses the line, not the decision: it is in the state file.
-        for line in lines { try? StandardOutput.writeLine(line) }
+        try await FilterApp.once(payload, options: self.account.options(), logger: self.account.logger()) { lines in
+            // A reader that went away loses the line, not the decision: it is in the state file.
+            for line in lines { try? StandardOutput.writeLine(line) }
+        }
     }
 }
 

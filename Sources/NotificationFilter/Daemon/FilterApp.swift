@@ -200,6 +200,20 @@ public enum FilterApp: Sendable {
     ///   - options: the same options as `run`; the state file is shared with it, so both decide alike.
     /// - Throws: what ``build(_:logger:)`` throws, and the state file's errors.
     public static func once(_ payload: [UInt8], options: FilterAppOptions, logger: Logger) async throws -> [String] {
+        var lines: [String] = []
+        try await self.once(payload, options: options, logger: logger) { lines = $0 }
+        return lines
+    }
+
+    /// ``once(_:options:logger:)``, handing the lines to `output` as soon as the decision is committed: before the
+    /// state file is closed, since closing the last connection checkpoints the write-ahead log (two more fsyncs)
+    /// and an extension launched per push waits for the decision, not for the checkpoint.
+    public static func once(
+        _ payload: [UInt8],
+        options: FilterAppOptions,
+        logger: Logger,
+        output: ([String]) -> Void
+    ) async throws {
         var end = payload.endIndex
         while end > payload.startIndex, payload[end - 1] == 0x0A || payload[end - 1] == 0x0D { end -= 1 }
         let parts = try self.build(options, logger: logger)
@@ -219,7 +233,8 @@ public enum FilterApp: Sendable {
             decision.alert = FilterDecision.fallbackAlert
             lines.append(decision.jsonLine())
         }
-        return lines
+        // The state (and its connection) lives until the lines are out.
+        withExtendedLifetime(parts) { output(lines) }
     }
 
     /// Loads one account: unlocked if its identity is plain or its passphrase file is there, else locked.

@@ -1,9 +1,10 @@
 import E2EECore
 import Foundation
 import Logging
-import NotificationFilter
 import TestSupport
 import Testing
+
+@testable import NotificationFilter
 
 /// `once` and the accounts file live in the library (``FilterApp``): tests call them in process and give the
 /// filter its clock through the builder. The executable has only the real clock (its debug-only
@@ -33,6 +34,43 @@ struct FilterOnceTests {
         #expect(real.count == 1)
         #expect(JSONLines.object(real.first ?? "")?["decision"] as? String == "fallback")
         #expect(JSONLines.object(real.first ?? "")?["reason"] as? String == "stale")
+    }
+
+    @Test("once hands out its line once the decision is committed, before the state file is closed")
+    func lineBeforeClose() async throws {
+        let fixture = try FilterFixture()
+        let state = fixture.path("state.sqlite")
+        let options = FilterAppOptions(
+            accounts: [.init(identity: fixture.identityPath, contacts: fixture.contactsPath)],
+            statePath: state
+        )
+        let payload = try fixture.body(FilterFixture.text("hello"), sentAtMs: WallClock.system.nowMs)
+        var seen: [String] = []
+        var walWhileOutput = false
+        var replayRowsWhileOutput = -1
+        try await FilterApp.once(payload, options: options, logger: Self.logger) { lines in
+            seen = lines
+            // The connection is still open: its write-ahead log is there (closing checkpoints and removes it),
+            // and a second connection already reads the committed replay record.
+            walWhileOutput = FileManager.default.fileExists(atPath: state + "-wal")
+            replayRowsWhileOutput = (try? Self.replayRows(state)) ?? -1
+        }
+        #expect(seen.count == 1)
+        #expect(JSONLines.object(seen.first ?? "")?["decision"] as? String == "alert")
+        #expect(walWhileOutput)
+        #expect(replayRowsWhileOutput == 1)
+        #expect(!FileManager.default.fileExists(atPath: state + "-wal"))
+    }
+
+    /// The replay records in the state file at `path`, read through a second connection.
+    static func replayRows(_ path: String) throws -> Int {
+        let store = try FilterStateStore(path: path, logger: Self.logger)
+        return try store.transaction { tx in
+            try tx.database.withStatement("SELECT count(*) FROM replay") { s throws(FilterError) in
+                _ = try s.step()
+                return Int(s.int64(0))
+            }
+        }
     }
 
     @Test("e2ee-filter once ignores E2EE_FILTER_NOW_MS: the real clock, no warning")
