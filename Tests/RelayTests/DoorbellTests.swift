@@ -69,6 +69,67 @@ struct DoorbellTests {
         cancelled.cancel()
         #expect(await Self.finishes { await cancelled.value })
         #expect(bell.waiting == 0)
+        // Rings racing timeouts: each wait ends by one or the other, and its cancellation (of the loser) keeps
+        // nothing behind.
+        #expect(
+            await Self.finishes {
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        for _ in 0..<300 { await bell.wait(upTo: .microseconds(200)) }
+                    }
+                    group.addTask {
+                        for _ in 0..<300 {
+                            bell.ring()
+                            try? await Task.sleep(for: .microseconds(150))
+                        }
+                    }
+                }
+            }
+        )
+        #expect(bell.waiting == 0)
+        #expect(bell.bookkeeping.starting == 0)
+        #expect(bell.bookkeeping.cancelled == 0)
+    }
+
+    @Test("an accepted submit rings; a duplicate and a refused one do not")
+    func submitRings() async throws {
+        let bell = Doorbell()
+        try await ServiceFixture.with(doorbell: bell) { fixture in
+            let alice = try TestUser.make("alice", devices: ["laptop"])
+            let bob = try TestUser.make("bob")
+            let token = DeliveryToken()
+            try await fixture.enroll(bob, token: token)
+            let body = submitBody([("phone", try bob.sealText(from: alice.devices[0], to: "phone"))])
+            #expect(!bell.isRung)
+            _ = try await fixture.service.submit(
+                userID: "bob",
+                authorization: "Bearer \(token.hex)",
+                idempotencyKey: "k",
+                body: body
+            )
+            #expect(bell.isRung)
+            // The ring is kept for the next wait, which returns at once and takes it.
+            #expect(await Self.finishes { await bell.wait(upTo: .seconds(3600)) })
+            #expect(!bell.isRung)
+            let duplicate = try await fixture.service.submit(
+                userID: "bob",
+                authorization: "Bearer \(token.hex)",
+                idempotencyKey: "k",
+                body: body
+            )
+            #expect(duplicate.duplicate)
+            #expect(!bell.isRung)
+            let refused = await relayErrorCode {
+                _ = try await fixture.service.submit(
+                    userID: "bob",
+                    authorization: "Bearer \(DeliveryToken().hex)",
+                    idempotencyKey: "k2",
+                    body: body
+                )
+            }
+            #expect(refused != nil)
+            #expect(!bell.isRung)
+        }
     }
 
     @Test("an idle worker polling once an hour delivers a queued push as soon as the doorbell rings")

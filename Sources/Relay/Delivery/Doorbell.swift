@@ -12,7 +12,10 @@ public final class Doorbell: Sendable {
         /// its wait is not lost.
         var rung = false
         var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
-        /// Waits cancelled before they registered (their registration then resumes at once).
+        /// Waits that have an id but have not registered yet.
+        var starting: Set<Int> = []
+        /// Of those, the ones cancelled already (their registration then resumes at once). Only a wait still
+        /// starting goes here, so nothing stays behind for a wait that a ring ended before its cancellation.
         var cancelled: Set<Int> = []
         var nextID = 0
     }
@@ -23,6 +26,14 @@ public final class Doorbell: Sendable {
 
     /// Workers waiting now (tests).
     var waiting: Int { self.state.withLock { $0.waiters.count } }
+
+    /// Whether a ring is kept for the next wait (tests).
+    var isRung: Bool { self.state.withLock { $0.rung } }
+
+    /// Waits started, registered or cancelled but not yet ended, and cancellations kept for them (tests).
+    var bookkeeping: (starting: Int, cancelled: Int) {
+        self.state.withLock { ($0.starting.count, $0.cancelled.count) }
+    }
 
     /// Wakes every waiting worker; with none waiting, the next wait returns at once.
     public func ring() {
@@ -51,11 +62,13 @@ public final class Doorbell: Sendable {
     private func waitForRing() async {
         let id = self.state.withLock { state -> Int in
             state.nextID += 1
+            state.starting.insert(state.nextID)
             return state.nextID
         }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let now = self.state.withLock { state -> Bool in
+                    state.starting.remove(id)
                     if state.cancelled.remove(id) != nil { return true }
                     if state.rung {
                         state.rung = false
@@ -69,7 +82,8 @@ public final class Doorbell: Sendable {
         } onCancel: {
             let waiter = self.state.withLock { state -> CheckedContinuation<Void, Never>? in
                 if let waiter = state.waiters.removeValue(forKey: id) { return waiter }
-                state.cancelled.insert(id)
+                // Not registered yet: its registration resumes at once. Already resumed: nothing to do.
+                if state.starting.contains(id) { state.cancelled.insert(id) }
                 return nil
             }
             waiter?.resume()
