@@ -160,10 +160,19 @@ struct DoorbellTests {
             delivery.doorbell.ring()
             try await waitUntil(tries: 600, every: .milliseconds(10)) { !deliverer.deliveries.isEmpty }
             #expect(deliverer.deliveries.map(\.pushID) == ["p1"])
+            // Idle again for an hour: stop() wakes it, and the workers end without a cancellation.
+            try await waitUntil(tries: 600, every: .milliseconds(10)) { delivery.doorbell.waiting == 1 }
             delivery.stop()
-            delivery.doorbell.ring()
-            running.cancel()
-            _ = try? await running.value
+            // The guard's cancellation cancels the workers too, so a stop that does not wake them fails here
+            // instead of hanging.
+            let stopped = await Self.finishes {
+                await withTaskCancellationHandler {
+                    _ = try? await running.value
+                } onCancel: {
+                    running.cancel()
+                }
+            }
+            #expect(stopped)
         }
     }
 }

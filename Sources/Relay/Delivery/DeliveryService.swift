@@ -113,13 +113,17 @@ public final class DeliveryService: Service, Sendable {
                 }
             }
         } onGracefulShutdown: {
-            self.stopping.store(true, ordering: .relaxed)
+            self.stop()
         }
         self.logger.info("delivery workers stopped", metadata: ["owner": "\(self.configuration.owner)"])
     }
 
-    /// Stops leasing (what SIGTERM does); the batch in flight completes.
-    public func stop() { self.stopping.store(true, ordering: .relaxed) }
+    /// Stops leasing (what SIGTERM does); the batch in flight completes, and idle workers stop at once rather
+    /// than after their poll interval.
+    public func stop() {
+        self.stopping.store(true, ordering: .relaxed)
+        self.doorbell.ring()
+    }
 
     private func work(_ worker: Int) async {
         var lastPurge: Int64 = 0
