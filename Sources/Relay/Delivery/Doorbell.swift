@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// Wakes idle delivery workers when a submit commits in this process.
 ///
@@ -20,7 +20,7 @@ public final class Doorbell: Sendable {
         var nextID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = PThreadMutex(State())
 
     public init() {}
 
