@@ -3,8 +3,8 @@ import Locking
 /// Wakes idle delivery workers when a submit commits in this process.
 ///
 /// A worker that finds nothing due waits up to its poll interval before it leases again. Without a wake-up, a push
-/// submitted meanwhile waits for the rest of that interval (50 ms): that wait, not the store, was the relay's p99
-/// at half load (docs/BENCHMARKS.md, 2026-11-27 afternoon). The poll stays: pushes committed by another instance on
+/// submitted meanwhile waits for the rest of that interval, and below saturation that wait, not the store, is most
+/// of the time from submit to APNs (docs/BENCHMARKS.md). The poll stays: pushes committed by another instance on
 /// the same PostgreSQL database, and retries falling due, are found by it.
 public final class Doorbell: Sendable {
     private struct State {
