@@ -122,7 +122,8 @@ struct ServiceFixture: Sendable {
     init(
         policy: RelayService.Policy = RelayService.Policy(),
         logger: Logger = Logger(label: "relay-test"),
-        clockStart: Int64 = 1_800_000_000_000
+        clockStart: Int64 = 1_800_000_000_000,
+        doorbell: Doorbell? = nil
     ) async throws {
         self.folder = try TemporaryFolder()
         self.store = try SQLiteRelayStore(path: self.folder.file("relay.sqlite"))
@@ -134,6 +135,7 @@ struct ServiceFixture: Sendable {
             metrics: self.metrics,
             policy: policy,
             now: self.clock.closure,
+            doorbell: doorbell,
             logger: logger
         )
     }
@@ -142,9 +144,10 @@ struct ServiceFixture: Sendable {
     static func with<T>(
         policy: RelayService.Policy = RelayService.Policy(),
         logger: Logger = Logger(label: "relay-test"),
+        doorbell: Doorbell? = nil,
         _ body: (ServiceFixture) async throws -> T
     ) async throws -> T {
-        let fixture = try await ServiceFixture(policy: policy, logger: logger)
+        let fixture = try await ServiceFixture(policy: policy, logger: logger, doorbell: doorbell)
         return try await withCleanup(fixture, { await $0.cleanup() }, body)
     }
 

@@ -40,6 +40,8 @@ public final class RelayService: Sendable {
     let policy: Policy
     let now: @Sendable () -> Int64
     let logger: Logger
+    /// Rung after pushes are queued (the delivery workers' ``DeliveryService/doorbell``).
+    let doorbell: Doorbell?
     private let recipientLimiter: RateLimiter
     private let tokenLimiter: RateLimiter
     // A lock, not Synchronization's `Atomic`: Swift 6.3.1's optimizer crashed on `RelayServe.run` (now
@@ -59,6 +61,7 @@ public final class RelayService: Sendable {
     ///   - metrics: The relay's metrics.
     ///   - policy: Limits (bursts must hold a whole submit of ``maximumPushes``).
     ///   - now: Milliseconds since 1970 (injected for tests).
+    ///   - doorbell: Rung after a submit's pushes are queued, so that idle delivery workers lease them at once.
     ///   - logger: Gets ids, codes and counts; never tokens, envelopes or addresses.
     /// - Throws: `configuration` when a burst is below ``maximumPushes``.
     public init(
@@ -66,6 +69,7 @@ public final class RelayService: Sendable {
         metrics: RelayMetrics,
         policy: Policy = Policy(),
         now: @escaping @Sendable () -> Int64 = { RelayClock.nowMs() },
+        doorbell: Doorbell? = nil,
         logger: Logger
     ) throws(RelayError) {
         guard policy.recipientBurst >= Double(Self.maximumPushes), policy.tokenBurst >= Double(Self.maximumPushes)
@@ -79,6 +83,7 @@ public final class RelayService: Sendable {
         self.metrics = metrics
         self.policy = policy
         self.now = now
+        self.doorbell = doorbell
         self.logger = logger
         self.recipientLimiter = RateLimiter(
             limit: .init(ratePerMinute: policy.recipientRatePerMinute, burst: policy.recipientBurst)
@@ -432,6 +437,7 @@ public final class RelayService: Sendable {
             self.recipientLimiter.take(userID, cost: cost, nowMs: now)
             self.tokenLimiter.take(Hex.encode(tokenHash), cost: cost, nowMs: now, limit: tokenLimit)
             self.metrics.pushesAccepted.increment(by: Int64(outcome.pushes.count))
+            self.doorbell?.ring()
         }
         self.logger.debug(
             "submit queued",

@@ -41,6 +41,8 @@ public final class DeliveryService: Service, Sendable {
     let configuration: Configuration
     let now: @Sendable () -> Int64
     let logger: Logger
+    /// Rung by the submit path when pushes are queued: idle workers lease at once instead of after the poll.
+    public let doorbell: Doorbell
     /// The latest attempts' outcomes, for readiness (docs/RELAY.md "Health").
     public let health = DeliveryHealth()
     private let stopping = Atomic<Bool>(false)
@@ -53,6 +55,7 @@ public final class DeliveryService: Service, Sendable {
     ///   - metrics: Where deliveries, retries and latencies are counted.
     ///   - configuration: Workers, leases and backoff.
     ///   - now: Milliseconds since 1970.
+    ///   - doorbell: What the submit path rings when it queues pushes (``RelayService``'s).
     ///   - logger: Gets push ids, statuses and counts; never tokens or bodies.
     /// - Precondition: no two deliverers of one service.
     public init(
@@ -61,8 +64,10 @@ public final class DeliveryService: Service, Sendable {
         metrics: RelayMetrics,
         configuration: Configuration,
         now: @escaping @Sendable () -> Int64 = { RelayClock.nowMs() },
+        doorbell: Doorbell = Doorbell(),
         logger: Logger
     ) {
+        self.doorbell = doorbell
         self.store = store
         self.deliverers = Dictionary(deliverers.map { ($0.service, $0) }) { first, _ in
             preconditionFailure("two deliverers of the push service \(first.service)")
@@ -108,13 +113,17 @@ public final class DeliveryService: Service, Sendable {
                 }
             }
         } onGracefulShutdown: {
-            self.stopping.store(true, ordering: .relaxed)
+            self.stop()
         }
         self.logger.info("delivery workers stopped", metadata: ["owner": "\(self.configuration.owner)"])
     }
 
-    /// Stops leasing (what SIGTERM does); the batch in flight completes.
-    public func stop() { self.stopping.store(true, ordering: .relaxed) }
+    /// Stops leasing (what SIGTERM does); the batch in flight completes, and idle workers stop at once rather
+    /// than after their poll interval.
+    public func stop() {
+        self.stopping.store(true, ordering: .relaxed)
+        self.doorbell.ring()
+    }
 
     private func work(_ worker: Int) async {
         var lastPurge: Int64 = 0
@@ -125,7 +134,7 @@ public final class DeliveryService: Service, Sendable {
                 try? await self.store.purge(nowMs: lastPurge)
             }
             if delivered == 0 {
-                try? await Task.sleep(for: self.configuration.pollInterval)
+                await self.doorbell.wait(upTo: self.configuration.pollInterval)
             }
         }
     }

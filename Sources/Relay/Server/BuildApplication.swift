@@ -201,12 +201,20 @@ public func buildApplication(_ options: ServeOptions, logger: Logger) async thro
 
         let connections = ConnectionTracker(limits: configuration.connections)
         let metrics = RelayMetrics(connections: connections)
-        let service = try RelayService(store: store, metrics: metrics, policy: configuration.policy, logger: logger)
+        let doorbell = Doorbell()
+        let service = try RelayService(
+            store: store,
+            metrics: metrics,
+            policy: configuration.policy,
+            doorbell: doorbell,
+            logger: logger
+        )
         let delivery = DeliveryService(
             store: store,
             deliverers: [APNsDeliverer(clients: byEnvironment, topics: Set(options.apnsTopics))],
             metrics: metrics,
             configuration: configuration.delivery,
+            doorbell: doorbell,
             logger: logger
         )
         let application = try RelayApplication.make(
