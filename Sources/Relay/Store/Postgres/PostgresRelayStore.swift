@@ -13,6 +13,11 @@ import ServiceLifecycle
 /// `FOR UPDATE SKIP LOCKED` and marks them leased in the same transaction, so two instances never lease one row
 /// while its lease holds; a killed instance's rows become due again when their lease expires.
 ///
+/// **Group commit.** Submits that arrive while the instance's previous group is at the server are enqueued
+/// together by one statement (one round trip, one commit), as the embedded store does in one transaction. A reused
+/// idempotency key is refused for its submit alone; a statement the server refuses stores nothing of any submit of
+/// the group, and each gets the error.
+///
 /// A store works while its connection pool runs: within ``withStore(url:operationTimeout:logger:_:)``, or in the
 /// relay's `ServiceGroup` (``buildApplication(_:logger:)``).
 public final class PostgresRelayStore: RelayStore {
@@ -27,6 +32,10 @@ public final class PostgresRelayStore: RelayStore {
     /// The `storage-full` error of the last write, when the server refused it for lack of space (SQLSTATE 53100);
     /// nil again once a write succeeds. The health endpoint answers 503 `storage-full` meanwhile.
     private let lastWriteNoRoom = PThreadMutex<RelayError?>(nil)
+    /// Submits waiting to be enqueued together (``enqueue(_:nowMs:)``).
+    private let enqueues = GroupCommit<PendingSubmit, Result<EnqueueOutcome, RelayError>>(
+        maxGroup: PostgresRelayStore.maxEnqueueGroup
+    )
 
     private init(
         client: PostgresClient,
@@ -671,73 +680,219 @@ public final class PostgresRelayStore: RelayStore {
     }
 
     public func enqueue(_ submit: NewSubmit, nowMs: Int64) async throws(RelayError) -> EnqueueOutcome {
+        let result = await self.enqueues.submit(PendingSubmit(submit: submit, nowMs: nowMs)) { [self] group in
+            await self.enqueueGroup(group)
+        }
+        return try result.get()
+    }
+
+    /// A submit waiting for its group.
+    struct PendingSubmit: Sendable {
+        var submit: NewSubmit
+        var nowMs: Int64
+    }
+
+    /// The most submits one group statement carries: the submits a relay instance has in flight under load (64).
+    static let maxEnqueueGroup = 64
+
+    /// Enqueues a group of submits with one statement (one round trip, one commit), plus one read of the earlier
+    /// records of the keys that were used before. A statement that fails stores nothing of any submit of the
+    /// group, and each gets that error; a reused key is refused for its submit alone.
+    private func enqueueGroup(_ group: [PendingSubmit]) async -> [Result<EnqueueOutcome, RelayError>] {
         let logger = self.logger
-        let accepted = StorePolicy.accepted(submit)
-        let response = StorePolicy.encode(accepted.pushes)
-        let pushes = submit.pushes.map { Push(deviceID: $0.deviceID, pushID: $0.pushID, envelope: $0.envelope) }
-        let ids = pushes.map(\.pushID)
-        let devices = pushes.map(\.deviceID)
-        let envelopes = pushes.map { ByteBuffer(bytes: $0.envelope) }
-        let earlier = try await self.read("enqueue") { connection -> Earlier? in
-            // One statement, so one transaction and one round trip: claim the key, and insert the pushes only if
-            // the key was claimed. A concurrent submit with the same key waits on the key's row, then claims nothing.
-            let claimed = try await connection.query(
-                """
-                WITH claimed AS (
-                  INSERT INTO submissions (user_id, idempotency_key, request_sha256, response, created_at_ms)
-                  VALUES (\(submit.userID), \(submit.idempotencyKey), \(ByteBuffer(bytes: submit.requestDigest)),
-                    \(response), \(nowMs))
-                  ON CONFLICT DO NOTHING RETURNING created_at_ms),
-                inserted AS (
-                  INSERT INTO pushes (push_id, user_id, device_id, envelope, state, attempts, next_attempt_at_ms,
-                    enqueued_at_ms, completions)
-                  SELECT i.push_id, \(submit.userID), i.device_id, i.envelope, 'queued', 0, \(nowMs), \(nowMs), 0
-                  FROM unnest(\(ids)::text[], \(devices)::text[], \(envelopes)::bytea[]) WITH ORDINALITY
-                    AS i(push_id, device_id, envelope, position)
-                  WHERE EXISTS (SELECT 1 FROM claimed)
-                  ORDER BY i.position
-                  RETURNING 1)
-                SELECT (SELECT count(*) FROM claimed), (SELECT count(*) FROM inserted)
-                """,
-                logger: logger
-            )
-            var inserted: (Int64, Int64) = (0, 0)
-            for try await counts in claimed.decode((Int64, Int64).self) { inserted = counts }
-            if inserted.0 == 1 {
-                guard inserted.1 == Int64(pushes.count) else {
-                    throw RelayError(.internalError, "enqueued \(inserted.1) of \(pushes.count) pushes")
-                }
-                return nil
+        // A key twice in one group: the first claims it, the later ones are answered from its record, as when
+        // they come one after the other.
+        var first: [SubmitKey: Int] = [:]
+        for (index, pending) in group.enumerated() where first[SubmitKey(pending.submit)] == nil {
+            first[SubmitKey(pending.submit)] = index
+        }
+        let claiming = group.indices.filter { first[SubmitKey(group[$0].submit)] == $0 }
+        let statement = GroupStatement(claiming.map { group[$0] })
+        let claimed: Set<SubmitKey>
+        do throws(RelayError) {
+            claimed = try await self.read("enqueue") { connection in
+                try await Self.claim(statement, connection, logger: logger)
             }
-            // The key was used before (committed, since the insert waited for it): its answer.
-            let rows = try await connection.query(
-                """
-                SELECT request_sha256, response FROM submissions
-                WHERE user_id = \(submit.userID) AND idempotency_key = \(submit.idempotencyKey)
-                """,
-                logger: logger
-            )
-            for try await (digest, response) in rows.decode((ByteBuffer, String).self) {
-                return Earlier(digest: Self.bytes(digest), response: response)
-            }
-            throw RelayError(.storageUnavailable, "an idempotency record vanished during the submit: retry")
+        } catch {
+            return group.map { _ in .failure(error) }
         }
         self.lastWriteNoRoom.withLock { $0 = nil }
-        if let earlier {
-            return try StorePolicy.replay(earlier.digest, earlier.response, for: submit)
+
+        // A later submit of a key this group claimed is answered from the claiming submit's record.
+        var earlier: [SubmitKey: Earlier] = [:]
+        for key in claimed {
+            guard let index = first[key] else { continue }
+            let submit = group[index].submit
+            earlier[key] = Earlier(
+                digest: submit.requestDigest,
+                response: StorePolicy.encode(StorePolicy.accepted(submit).pushes)
+            )
         }
-        return accepted
+        let unclaimed = Set(group.map { SubmitKey($0.submit) }).subtracting(claimed)
+        var readFailure: RelayError?
+        if !unclaimed.isEmpty {
+            do throws(RelayError) {
+                let read = try await self.read("enqueue") { connection in
+                    try await Self.earlier(Array(unclaimed), connection, logger: logger)
+                }
+                earlier.merge(read) { claimedHere, _ in claimedHere }
+            } catch {
+                readFailure = error
+            }
+        }
+        return group.indices.map { index -> Result<EnqueueOutcome, RelayError> in
+            let submit = group[index].submit
+            let key = SubmitKey(submit)
+            if claimed.contains(key) && first[key] == index { return .success(StorePolicy.accepted(submit)) }
+            guard let record = earlier[key] else {
+                return .failure(
+                    readFailure
+                        ?? RelayError(.storageUnavailable, "an idempotency record vanished during the submit: retry")
+                )
+            }
+            do throws(RelayError) {
+                return .success(try StorePolicy.replay(record.digest, record.response, for: submit))
+            } catch {
+                return .failure(error)
+            }
+        }
     }
+
+    /// A submit's idempotency record's key.
+    private struct SubmitKey: Hashable, Sendable {
+        var userID: String
+        var idempotencyKey: String
+        init(_ submit: NewSubmit) {
+            self.userID = submit.userID
+            self.idempotencyKey = submit.idempotencyKey
+        }
+        init(userID: String, idempotencyKey: String) {
+            self.userID = userID
+            self.idempotencyKey = idempotencyKey
+        }
+    }
+
+    /// The group statement's parameters: one row per submit, one per push.
+    private struct GroupStatement: Sendable {
+        var users: [String] = []
+        var keys: [String] = []
+        var digests: [ByteBuffer] = []
+        var responses: [String] = []
+        var nows: [Int64] = []
+        var pushUsers: [String] = []
+        var pushKeys: [String] = []
+        var pushIDs: [String] = []
+        var pushDevices: [String] = []
+        var pushEnvelopes: [ByteBuffer] = []
+        var pushNows: [Int64] = []
+        /// Pushes per submit, to check what the statement inserted.
+        var pushCounts: [SubmitKey: Int] = [:]
+
+        init(_ submits: [PendingSubmit]) {
+            for pending in submits {
+                let submit = pending.submit
+                self.users.append(submit.userID)
+                self.keys.append(submit.idempotencyKey)
+                self.digests.append(ByteBuffer(bytes: submit.requestDigest))
+                self.responses.append(StorePolicy.encode(StorePolicy.accepted(submit).pushes))
+                self.nows.append(pending.nowMs)
+                self.pushCounts[SubmitKey(submit)] = submit.pushes.count
+                for push in submit.pushes {
+                    self.pushUsers.append(submit.userID)
+                    self.pushKeys.append(submit.idempotencyKey)
+                    self.pushIDs.append(push.pushID)
+                    self.pushDevices.append(push.deviceID)
+                    self.pushEnvelopes.append(ByteBuffer(bytes: push.envelope))
+                    self.pushNows.append(pending.nowMs)
+                }
+            }
+        }
+    }
+
+    /// One statement, so one transaction: claims each submit's key, and inserts the pushes of the submits whose
+    /// key it claimed, in the order they came. The keys are claimed in key order, so two instances whose groups
+    /// share keys wait for each other in one order (never a deadlock); a key another transaction is claiming waits
+    /// for it, then is claimed by nothing here.
+    ///
+    /// - Returns: the keys claimed.
+    private static func claim(
+        _ statement: GroupStatement,
+        _ connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> Set<SubmitKey> {
+        let rows = try await connection.query(
+            """
+            WITH claimed AS (
+              INSERT INTO submissions (user_id, idempotency_key, request_sha256, response, created_at_ms)
+              SELECT s.user_id, s.idempotency_key, s.request_sha256, s.response, s.now_ms
+              FROM unnest(\(statement.users)::text[], \(statement.keys)::text[], \(statement.digests)::bytea[],
+                \(statement.responses)::text[], \(statement.nows)::int8[])
+                AS s(user_id, idempotency_key, request_sha256, response, now_ms)
+              ORDER BY s.user_id, s.idempotency_key
+              ON CONFLICT DO NOTHING RETURNING user_id, idempotency_key),
+            inserted AS (
+              INSERT INTO pushes (push_id, user_id, device_id, envelope, state, attempts, next_attempt_at_ms,
+                enqueued_at_ms, completions)
+              SELECT p.push_id, p.user_id, p.device_id, p.envelope, 'queued', 0, p.now_ms, p.now_ms, 0
+              FROM unnest(\(statement.pushUsers)::text[], \(statement.pushKeys)::text[], \(statement.pushIDs)::text[],
+                \(statement.pushDevices)::text[], \(statement.pushEnvelopes)::bytea[], \(statement.pushNows)::int8[])
+                WITH ORDINALITY AS p(user_id, idempotency_key, push_id, device_id, envelope, now_ms, position)
+              JOIN claimed c ON c.user_id = p.user_id AND c.idempotency_key = p.idempotency_key
+              ORDER BY p.position
+              RETURNING 1)
+            SELECT c.user_id, c.idempotency_key, (SELECT count(*) FROM inserted) FROM claimed c
+            """,
+            logger: logger
+        )
+        var claimed: Set<SubmitKey> = []
+        var inserted: Int64 = 0
+        for try await (user, key, count) in rows.decode((String, String, Int64).self) {
+            claimed.insert(SubmitKey(userID: user, idempotencyKey: key))
+            inserted = count
+        }
+        let expected = claimed.reduce(0) { $0 + (statement.pushCounts[$1] ?? 0) }
+        guard inserted == Int64(expected) else {
+            throw RelayError(.internalError, "enqueued \(inserted) of \(expected) pushes")
+        }
+        return claimed
+    }
+
+    /// The records of keys used before (committed, since the claim waited for any that was being claimed).
+    private static func earlier(
+        _ keys: [SubmitKey],
+        _ connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> [SubmitKey: Earlier] {
+        let rows = try await connection.query(
+            """
+            SELECT s.user_id, s.idempotency_key, s.request_sha256, s.response FROM submissions s
+            JOIN unnest(\(keys.map(\.userID))::text[], \(keys.map(\.idempotencyKey))::text[]) AS w(user_id, idempotency_key)
+              ON s.user_id = w.user_id AND s.idempotency_key = w.idempotency_key
+            """,
+            logger: logger
+        )
+        var records: [SubmitKey: Earlier] = [:]
+        for try await (user, key, digest, response) in rows.decode((String, String, ByteBuffer, String).self) {
+            records[SubmitKey(userID: user, idempotencyKey: key)] = Earlier(
+                digest: Self.bytes(digest),
+                response: response
+            )
+        }
+        return records
+    }
+
+    #if DEBUG
+    /// Group statements of submits run so far (tests).
+    var enqueueGroups: Int { self.enqueues.groups }
+    /// Submits waiting for the next group (tests).
+    var waitingEnqueues: Int { self.enqueues.waiting }
+    /// Holds the submits' line until the returned function is called (tests that line submits up into one group).
+    func holdEnqueues() async -> @Sendable () -> Void { await self.enqueues.hold() }
+    #endif
 
     private struct Earlier: Sendable {
         var digest: [UInt8]
         var response: String
-    }
-
-    private struct Push: Sendable {
-        var deviceID: String
-        var pushID: String
-        var envelope: [UInt8]
     }
 
     public func lease(
