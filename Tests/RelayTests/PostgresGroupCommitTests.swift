@@ -122,34 +122,9 @@ struct PostgresGroupCommitTests {
     )
     func oneGroup() async throws {
         try await RelayStoreContractTests.withPostgres { store in
-            try await RelayStoreContractTests.seed(store, pushes: 0)
-            let earlier = try await store.enqueue(SQLiteGroupCommitTests.submit("k0", digest: 1), nowMs: 1)
-            let groupsBefore = store.enqueueGroups
-
-            let fresh = (1...10).map { SQLiteGroupCommitTests.submit("k\($0)", digest: UInt8($0)) }
-            var retry = fresh[0]
-            retry.pushes = retry.pushes.map { ($0.deviceID, UUID().uuidString.lowercased(), $0.envelope) }
-            let reused = SQLiteGroupCommitTests.submit("k0", digest: 99)
-            let results = try await Self.enqueueAsOneGroup(store, [fresh + [reused], [retry]])
-
-            #expect(store.enqueueGroups == groupsBefore + 1)
-            for (index, result) in results.prefix(10).enumerated() {
-                let outcome = try result.get()
-                #expect(outcome.duplicate == false)
-                #expect(outcome.pushes.map(\.pushID) == fresh[index].pushes.map(\.pushID))
-                for push in outcome.pushes {
-                    let record = try #require(try await store.push(push.pushID))
-                    #expect(record.state == .queued)
-                }
+            try await SQLiteGroupCommitTests.checkOneGroup(store, groups: { store.enqueueGroups }) { stages in
+                try await Self.enqueueAsOneGroup(store, stages)
             }
-            #expect(throws: RelayError(.idempotencyKeyReused, "")) { try results[10].get() }
-            let duplicate = try results[11].get()
-            #expect(duplicate.duplicate)
-            #expect(duplicate.pushes.map(\.pushID) == fresh[0].pushes.map(\.pushID))
-            // k0's two pushes and ten new submits of two: nothing of the refused one, nothing twice.
-            #expect(try await store.counts() == [.queued: 22])
-            #expect(try await store.push(earlier.pushes[0].pushID)?.state == .queued)
-            #expect(try await store.push(retry.pushes[0].pushID) == nil)
         }
     }
 

@@ -54,32 +54,49 @@ struct SQLiteGroupCommitTests {
         return results
     }
 
+    /// The group every store must make of twelve submits that wait together: ten fresh ones, a reused key and a
+    /// retry of the first. `enqueueAsOneGroup` lines the stages up as one group; `groups` counts the store's group
+    /// commits. Also checked: each accepted push is stored queued, and nothing of the refused submit or the retry.
+    static func checkOneGroup<Store: RelayStore>(
+        _ store: Store,
+        groups: () -> Int,
+        enqueueAsOneGroup: ([[NewSubmit]]) async throws -> [Result<EnqueueOutcome, RelayError>]
+    ) async throws {
+        try await RelayStoreContractTests.seed(store, pushes: 0)
+        let earlier = try await store.enqueue(Self.submit("k0", digest: 1), nowMs: 1)
+        let groupsBefore = groups()
+
+        let fresh = (1...10).map { Self.submit("k\($0)", digest: UInt8($0)) }
+        var retry = fresh[0]
+        retry.pushes = retry.pushes.map { ($0.deviceID, UUID().uuidString.lowercased(), $0.envelope) }
+        let reused = Self.submit("k0", digest: 99)
+        let results = try await enqueueAsOneGroup([fresh + [reused], [retry]])
+
+        #expect(groups() == groupsBefore + 1)
+        for (index, result) in results.prefix(10).enumerated() {
+            let outcome = try result.get()
+            #expect(outcome.duplicate == false)
+            #expect(outcome.pushes.map(\.pushID) == fresh[index].pushes.map(\.pushID))
+            for push in outcome.pushes {
+                #expect(try await store.push(push.pushID)?.state == .queued)
+            }
+        }
+        #expect(throws: RelayError(.idempotencyKeyReused, "")) { try results[10].get() }
+        let duplicate = try results[11].get()
+        #expect(duplicate.duplicate)
+        #expect(duplicate.pushes.map(\.pushID) == fresh[0].pushes.map(\.pushID))
+        // k0's two pushes and ten new submits of two: nothing of the refused one, nothing twice.
+        #expect(try await store.counts() == [.queued: 22])
+        #expect(try await store.push(earlier.pushes[0].pushID)?.state == .queued)
+        #expect(try await store.push(retry.pushes[0].pushID) == nil)
+    }
+
     @Test("twelve waiting submits: one commit; a reused key refused alone; a retry in the same group is a duplicate")
     func oneGroup() async throws {
         try await RelayStoreContractTests.withSQLite { store in
-            try await RelayStoreContractTests.seed(store, pushes: 0)
-            let earlier = try await store.enqueue(Self.submit("k0", digest: 1), nowMs: 1)
-            let commitsBefore = store.enqueueGroupCommits
-
-            let fresh = (1...10).map { Self.submit("k\($0)", digest: UInt8($0)) }
-            var retry = fresh[0]
-            retry.pushes = retry.pushes.map { ($0.deviceID, UUID().uuidString.lowercased(), $0.envelope) }
-            let reused = Self.submit("k0", digest: 99)
-            let results = try await Self.enqueueAsOneGroup(store, [fresh + [reused], [retry]])
-
-            #expect(store.enqueueGroupCommits == commitsBefore + 1)
-            for (index, result) in results.prefix(10).enumerated() {
-                let outcome = try result.get()
-                #expect(outcome.duplicate == false)
-                #expect(outcome.pushes.map(\.pushID) == fresh[index].pushes.map(\.pushID))
+            try await Self.checkOneGroup(store, groups: { store.enqueueGroupCommits }) { stages in
+                try await Self.enqueueAsOneGroup(store, stages)
             }
-            #expect(throws: RelayError(.idempotencyKeyReused, "")) { try results[10].get() }
-            let duplicate = try results[11].get()
-            #expect(duplicate.duplicate)
-            #expect(duplicate.pushes.map(\.pushID) == fresh[0].pushes.map(\.pushID))
-            // k0's two pushes and ten new submits of two: nothing of the refused one, nothing twice.
-            #expect(try await store.counts() == [.queued: 22])
-            #expect(try await store.push(earlier.pushes[0].pushID)?.state == .queued)
         }
     }
 
