@@ -93,27 +93,7 @@ struct PostgresGroupCommitTests {
         _ store: PostgresRelayStore,
         _ stages: [[NewSubmit]]
     ) async throws -> [Task<Result<EnqueueOutcome, RelayError>, Never>] {
-        var tasks: [Task<Result<EnqueueOutcome, RelayError>, Never>] = []
-        for stage in stages {
-            tasks += stage.map { submit in
-                Task { () -> Result<EnqueueOutcome, RelayError> in
-                    do throws(RelayError) {
-                        return .success(try await store.enqueue(submit, nowMs: 5))
-                    } catch {
-                        return .failure(error)
-                    }
-                }
-            }
-            let deadline = ContinuousClock.now + .seconds(30)
-            while store.waitingEnqueues < tasks.count {
-                guard ContinuousClock.now < deadline else {
-                    Issue.record("only \(store.waitingEnqueues) of \(tasks.count) submits reached the line")
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(5))
-            }
-        }
-        return tasks
+        try await SQLiteGroupCommitTests.lineUp(store, stages, waiting: { store.waitingEnqueues })
     }
 
     @Test(

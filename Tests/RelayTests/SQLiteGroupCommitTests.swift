@@ -27,6 +27,20 @@ struct SQLiteGroupCommitTests {
         _ stages: [[NewSubmit]]
     ) async throws -> [Result<EnqueueOutcome, RelayError>] {
         let release = store.holdQueue()
+        let tasks = try await Self.lineUp(store, stages, waiting: { store.waitingEnqueues })
+        release()
+        var results: [Result<EnqueueOutcome, RelayError>] = []
+        for task in tasks { results.append(await task.value) }
+        return results
+    }
+
+    /// Starts the stages' submits on a store whose group is held, each stage once every submit before it waits
+    /// (`waiting`: the store's count of waiting submits), and returns once all of them wait.
+    static func lineUp<Store: RelayStore>(
+        _ store: Store,
+        _ stages: [[NewSubmit]],
+        waiting: () -> Int
+    ) async throws -> [Task<Result<EnqueueOutcome, RelayError>, Never>] {
         var tasks: [Task<Result<EnqueueOutcome, RelayError>, Never>] = []
         for stage in stages {
             tasks += stage.map { submit in
@@ -39,19 +53,15 @@ struct SQLiteGroupCommitTests {
                 }
             }
             let deadline = ContinuousClock.now + .seconds(30)
-            while store.waitingEnqueues < tasks.count {
+            while waiting() < tasks.count {
                 guard ContinuousClock.now < deadline else {
-                    release()
-                    Issue.record("only \(store.waitingEnqueues) of \(tasks.count) submits reached the queue")
+                    Issue.record("only \(waiting()) of \(tasks.count) submits reached the group")
                     break
                 }
                 try await Task.sleep(for: .milliseconds(5))
             }
         }
-        release()
-        var results: [Result<EnqueueOutcome, RelayError>] = []
-        for task in tasks { results.append(await task.value) }
-        return results
+        return tasks
     }
 
     /// The group every store must make of twelve submits that wait together: ten fresh ones, a reused key and a
