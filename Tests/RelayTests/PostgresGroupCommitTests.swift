@@ -1,5 +1,6 @@
 import Foundation
 import Locking
+import Logging
 import Testing
 
 @testable import Relay
@@ -67,6 +68,48 @@ struct GroupCommitLineTests {
         #expect(seen.withLock { $0 } == [[1, 2, 3]])
         #expect(answers == [2, 4, 6])
         #expect(line.groups == 1)
+    }
+}
+
+/// The bound of a PostgreSQL operation: the answer comes at the timeout even when the work does not end there.
+@Suite("PostgreSQL operation bound: the answer does not wait for work that ignores cancellation")
+struct PostgresOperationBoundTests {
+    /// Work that ends after `delay` whatever happens to its task (as a statement the server has not answered).
+    static func uncancellable(_ delay: Duration, value: Int) -> @Sendable () async throws -> Int {
+        {
+            await withCheckedContinuation { continuation in
+                let nanoseconds =
+                    UInt64(delay.components.seconds) * 1_000_000_000
+                    + UInt64(delay.components.attoseconds / 1_000_000_000)
+                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) {
+                    continuation.resume(returning: value)
+                }
+            }
+        }
+    }
+
+    @Test("work done in time is the answer; work past the timeout is nil at the timeout; a cancelled caller at once")
+    func race() async throws {
+        let quick = await PostgresRelayStore.race(
+            Self.uncancellable(.milliseconds(10), value: 7),
+            timeout: .seconds(30)
+        )
+        #expect(try quick?.get() == 7)
+
+        let start = ContinuousClock.now
+        let hung = await PostgresRelayStore.race(Self.uncancellable(.seconds(5), value: 1), timeout: .milliseconds(200))
+        #expect(hung == nil)
+        #expect(ContinuousClock.now - start < .seconds(3), "answered after \(ContinuousClock.now - start)")
+
+        let caller = Task {
+            await PostgresRelayStore.race(Self.uncancellable(.seconds(5), value: 2), timeout: .seconds(30))
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        let cancelledAt = ContinuousClock.now
+        caller.cancel()
+        let cancelled = await caller.value
+        #expect(ContinuousClock.now - cancelledAt < .seconds(3), "answered after \(ContinuousClock.now - cancelledAt)")
+        #expect(throws: CancellationError.self) { try cancelled?.get() }
     }
 }
 
@@ -178,6 +221,54 @@ struct PostgresGroupCommitTests {
                     #expect(try await first.counts() == [.queued: 128 * (round + 1)])
                 }
             }
+        }
+    }
+
+    @Test(
+        "a submit that waited for a hung group is answered within its own bound (503 naming it), not after two",
+        .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)
+    )
+    func waitingCountsAgainstTheBound() async throws {
+        let url = try await PostgresTestServer.freshDatabaseURL()
+        let bound = Duration.seconds(3)
+        try await PostgresRelayStore.withStore(url: url, operationTimeout: bound, logger: Logger(label: "pg")) {
+            store in
+            try await store.migrate()
+            try await RelayStoreContractTests.seed(store, pushes: 0)
+            // Every claim now hangs past the bound, as on a server that stopped answering mid-statement.
+            try await store.executeForTesting(
+                "CREATE FUNCTION hang() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(8); RETURN NEW; END $$ "
+                    + "LANGUAGE plpgsql"
+            )
+            try await store.executeForTesting(
+                "CREATE TRIGGER hang BEFORE INSERT ON submissions FOR EACH ROW EXECUTE FUNCTION hang()"
+            )
+            let enqueue = { @Sendable (key: String) async -> (Result<EnqueueOutcome, RelayError>, Duration) in
+                let start = ContinuousClock.now
+                do throws(RelayError) {
+                    let outcome = try await store.enqueue(SQLiteGroupCommitTests.submit(key, digest: 1), nowMs: 5)
+                    return (.success(outcome), ContinuousClock.now - start)
+                } catch {
+                    return (.failure(error), ContinuousClock.now - start)
+                }
+            }
+            async let first = enqueue("hung-1")
+            // The second arrives half-way through the first group's bound, so it waits for that group to end.
+            try await Task.sleep(for: bound / 2)
+            let second = await enqueue("hung-2")
+            let firstAnswer = await first
+
+            for (result, _) in [firstAnswer, second] {
+                #expect(throws: RelayError(.storageUnavailable, "")) { try result.get() }
+                if case .failure(let error) = result {
+                    #expect(error.message.contains("did not answer within 3.0 seconds during enqueue"), "\(error)")
+                }
+            }
+            // Its own bound (3 s), with room; waiting the first group's bound out and then a whole bound of its
+            // own would take 4.5 s.
+            #expect(second.1 < bound * 1.25, "the second submit was answered after \(second.1)")
+            #expect(second.1 >= bound / 4, "the second submit did not wait for the hung group: \(second.1)")
+            #expect(firstAnswer.1 < bound * 1.25, "the first submit was answered after \(firstAnswer.1)")
         }
     }
 }

@@ -250,30 +250,75 @@ public final class PostgresRelayStore: RelayStore {
     }
 
     /// Runs `body` within `timeout` (default ``operationTimeout``); on timeout it is cancelled (a wait for a
-    /// connection ends at once).
+    /// connection ends at once). The error names `reportedTimeout` when given: the bound the request had in all
+    /// (a submit's, when part of it went on waiting for an earlier group).
     private func bounded<T: Sendable>(
         _ operation: String,
         timeout: Duration? = nil,
+        reportedTimeout: Duration? = nil,
         _ body: @escaping @Sendable () async throws -> T
     ) async throws(RelayError) -> T {
         let timeout = timeout ?? self.operationTimeout
-        let first = await withTaskGroup(of: Result<T, any Error>?.self) { group in
-            group.addTask {
-                do { return .success(try await body()) } catch { return .failure(error) }
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
-        switch first {
+        switch await Self.race(body, timeout: timeout) {
         case .success(let value): return value
         case .failure(let error): throw self.failure(error, operation)
-        case nil: throw self.timedOut(operation, timeout)
+        case nil: throw self.timedOut(operation, reportedTimeout ?? timeout)
         }
+    }
+
+    /// `body`'s result, or nil once `timeout` has passed, whichever comes first.
+    ///
+    /// The answer does not wait for `body` past the timeout: a statement the server has not ended does not end
+    /// when its task is cancelled (postgres-nio waits for the server's answer), so a hung statement would hold the
+    /// request for as long as the server takes. Past the timeout, `body`'s task is cancelled and left to end on its
+    /// own; its connection goes back to the pool when the server answers or the connection closes. Cancelling the
+    /// caller cancels `body` and answers at once.
+    static func race<T: Sendable>(
+        _ body: @escaping @Sendable () async throws -> T,
+        timeout: Duration
+    ) async -> Result<T, any Error>? {
+        let waiter = PThreadMutex<CheckedContinuation<Result<T, any Error>?, Never>?>(nil)
+        let finish: @Sendable (Result<T, any Error>?) -> Void = { result in
+            waiter.withLock { $0.take() }?.resume(returning: result)
+        }
+        let tasks = PThreadMutex(RaceTasks())
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                waiter.withLock { $0 = continuation }
+                let work = Task {
+                    let result: Result<T, any Error>
+                    do { result = .success(try await body()) } catch { result = .failure(error) }
+                    finish(result)
+                    tasks.withLock { state -> Task<Void, Never>? in
+                        state.done = true
+                        return state.timer.take()
+                    }?.cancel()
+                }
+                let timer = Task {
+                    try? await Task.sleep(for: timeout)
+                    guard !Task.isCancelled else { return }
+                    finish(nil)
+                    work.cancel()
+                }
+                let finished = tasks.withLock { state -> Bool in
+                    state.work = work
+                    if !state.done { state.timer = timer }
+                    return state.done
+                }
+                if finished { timer.cancel() }
+            }
+        } onCancel: {
+            tasks.withLock { $0.work }?.cancel()
+            finish(.failure(CancellationError()))
+        }
+    }
+
+    /// The two tasks of a ``race(_:timeout:)``.
+    private struct RaceTasks: Sendable {
+        var work: Task<Void, Never>?
+        var timer: Task<Void, Never>?
+        /// `work` has ended.
+        var done = false
     }
 
     private func transaction<T: Sendable>(
@@ -290,12 +335,16 @@ public final class PostgresRelayStore: RelayStore {
         return value
     }
 
+    /// - Parameter timeout: the bound of this statement when not ``operationTimeout`` (a group's submits have
+    ///   already waited part of theirs).
     private func read<T: Sendable>(
         _ operation: String,
+        timeout: Duration? = nil,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws(RelayError) -> T {
         let client = self.client
-        return try await self.bounded(operation) {
+        let reported = timeout == nil ? nil : self.operationTimeout
+        return try await self.bounded(operation, timeout: timeout, reportedTimeout: reported) {
             try await client.withConnection { connection in try await body(connection) }
         }
     }
@@ -690,6 +739,9 @@ public final class PostgresRelayStore: RelayStore {
     struct PendingSubmit: Sendable {
         var submit: NewSubmit
         var nowMs: Int64
+        /// When the submit reached the store: its answer comes within ``operationTimeout`` of it, the wait for an
+        /// earlier group included.
+        var arrived = ContinuousClock.now
     }
 
     /// The most submits one group statement carries: the submits a relay instance has in flight under load (64).
@@ -708,9 +760,11 @@ public final class PostgresRelayStore: RelayStore {
         }
         let claiming = group.indices.filter { first[SubmitKey(group[$0].submit)] == $0 }
         let statement = GroupStatement(claiming.map { group[$0] })
+        // The group's statements end within the operation timeout of its oldest submit.
+        let deadline = (group.map(\.arrived).min() ?? .now) + self.operationTimeout
         let claimed: Set<SubmitKey>
         do throws(RelayError) {
-            claimed = try await self.read("enqueue") { connection in
+            claimed = try await self.read("enqueue", timeout: Self.remaining(until: deadline)) { connection in
                 try await Self.claim(statement, connection, logger: logger)
             }
         } catch {
@@ -732,7 +786,7 @@ public final class PostgresRelayStore: RelayStore {
         var readFailure: RelayError?
         if !unclaimed.isEmpty {
             do throws(RelayError) {
-                let read = try await self.read("enqueue") { connection in
+                let read = try await self.read("enqueue", timeout: Self.remaining(until: deadline)) { connection in
                     try await Self.earlier(Array(unclaimed), connection, logger: logger)
                 }
                 earlier.merge(read) { claimedHere, _ in claimedHere }
@@ -756,6 +810,12 @@ public final class PostgresRelayStore: RelayStore {
                 return .failure(error)
             }
         }
+    }
+
+    /// What is left until `deadline`; at least a millisecond, so that a group whose time is up still gets its
+    /// answer (a timeout) from the same path.
+    private static func remaining(until deadline: ContinuousClock.Instant) -> Duration {
+        max(deadline - .now, .milliseconds(1))
     }
 
     /// A submit's idempotency record's key.
