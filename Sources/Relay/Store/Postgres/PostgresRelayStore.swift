@@ -772,15 +772,12 @@ public final class PostgresRelayStore: RelayStore {
         }
         self.lastWriteNoRoom.withLock { $0 = nil }
 
-        // A later submit of a key this group claimed is answered from the claiming submit's record.
+        // A later submit of a key this group claimed is answered from the claiming submit's record (the response
+        // the statement stored, not encoded again).
         var earlier: [SubmitKey: Earlier] = [:]
-        for key in claimed {
-            guard let index = first[key] else { continue }
+        for (row, index) in claiming.enumerated() where claimed.contains(SubmitKey(group[index].submit)) {
             let submit = group[index].submit
-            earlier[key] = Earlier(
-                digest: submit.requestDigest,
-                response: StorePolicy.encode(StorePolicy.accepted(submit).pushes)
-            )
+            earlier[SubmitKey(submit)] = Earlier(digest: submit.requestDigest, response: statement.responses[row])
         }
         let unclaimed = Set(group.map { SubmitKey($0.submit) }).subtracting(claimed)
         var readFailure: RelayError?
