@@ -8,8 +8,8 @@ import Synchronization
 /// Delivers queued pushes: leases due rows, hands them to its ``PushDeliverer`` (``APNsDeliverer``: the Sender's
 /// ``APNsClient``), and records each outcome (docs/RELAY.md "Queue and delivery").
 ///
-/// A `Service`: on graceful shutdown (SIGTERM) the workers stop leasing, finish the batch in flight and record its
-/// outcomes; the rest of the queue stays in the store.
+/// A `Service`: on graceful shutdown (SIGTERM) the workers stop leasing, finish the batches in flight and record
+/// their outcomes; the rest of the queue stays in the store.
 public final class DeliveryService: Service, Sendable {
     /// How the workers lease and retry.
     public struct Configuration: Sendable {
@@ -125,25 +125,58 @@ public final class DeliveryService: Service, Sendable {
         self.doorbell.ring()
     }
 
+    /// One worker: leases a batch, delivers it, and records its outcomes while it leases and delivers the next.
+    ///
+    /// The commit of one batch's outcomes (a sync on SQLite, a round trip on PostgreSQL) overlaps the next batch's
+    /// lease and delivery, so the push service is not left idle during it. At most one batch per worker waits to be
+    /// recorded: a worker whose recording is slower than its delivery waits for it before it starts another. The
+    /// pushes of a batch stay leased to this owner until their outcomes are recorded, so no other lease takes them.
     private func work(_ worker: Int) async {
-        var lastPurge: Int64 = 0
-        while !self.stopping.load(ordering: .relaxed) && !Task.isCancelled {
-            let delivered = await self.runOnce()
-            if worker == 0, self.now() - lastPurge > 60_000 {
-                lastPurge = self.now()
-                try? await self.store.purge(nowMs: lastPurge)
+        await withTaskGroup(of: Void.self) { recording in
+            var lastPurge: Int64 = 0
+            var recordingBatch = false
+            while !self.stopping.load(ordering: .relaxed) && !Task.isCancelled {
+                let batch = await self.leaseAndDeliver()
+                if let batch {
+                    if recordingBatch { await recording.next() }
+                    recording.addTask { await self.record(batch) }
+                    recordingBatch = true
+                }
+                if worker == 0, self.now() - lastPurge > 60_000 {
+                    lastPurge = self.now()
+                    try? await self.store.purge(nowMs: lastPurge)
+                }
+                if batch == nil {
+                    await self.doorbell.wait(upTo: self.configuration.pollInterval)
+                }
             }
-            if delivered == 0 {
-                await self.doorbell.wait(upTo: self.configuration.pollInterval)
-            }
+            // Leaving the group waits for the last batch's outcomes: shutdown records what was delivered.
         }
     }
 
-    /// Leases one batch and delivers it.
+    /// Leases one batch, delivers it and records its outcomes.
     ///
     /// - Returns: how many pushes were leased (0 when the queue had nothing due or the store failed).
     @discardableResult
     public func runOnce() async -> Int {
+        guard let batch = await self.leaseAndDeliver() else { return 0 }
+        await self.record(batch)
+        return batch.leased
+    }
+
+    /// A delivered batch whose outcomes are still to be recorded.
+    struct DeliveredBatch: Sendable {
+        /// How many pushes were leased.
+        var leased: Int
+        var settled: [Settled]
+        /// When the batch's leases end (real time): how long its outcomes may wait to be recorded.
+        var leaseEnds: ContinuousClock.Instant
+    }
+
+    /// Leases one batch and delivers it; counts it in ``deliveriesInFlight`` until ``record(_:)`` has run.
+    ///
+    /// - Returns: nil when the queue had nothing due or the store failed.
+    func leaseAndDeliver() async -> DeliveredBatch? {
         let leaseMs = Int64(self.configuration.lease.components.seconds * 1000)
         let leasedAtMs = self.now()
         // Real time, not `now` (tests inject a manual clock): how long outcomes may wait to be recorded.
@@ -162,11 +195,10 @@ public final class DeliveryService: Service, Sendable {
                 metadata: ["error": "\(error.code)", "message": "\(error.message)"]
             )
             try? await Task.sleep(for: .milliseconds(500))
-            return 0
+            return nil
         }
-        guard !batch.isEmpty else { return 0 }
+        guard !batch.isEmpty else { return nil }
         self.inFlight.add(batch.count, ordering: .relaxed)
-        defer { self.inFlight.subtract(batch.count, ordering: .relaxed) }
 
         // Pushes without a usable address are settled without asking a deliverer; the others go to their service's.
         var settled: [Settled] = []
@@ -196,20 +228,7 @@ public final class DeliveryService: Service, Sendable {
             )
             byService[address.push.service, default: []].append((push, delivery))
         }
-        // Each service's deliverer gets its pushes at once; the services in parallel.
-        let reported = await withTaskGroup(of: [(LeasedPush, RegisteredAddress, DeliveryReport)].self) { group in
-            for (service, items) in byService {
-                guard let deliverer = self.deliverers[service] else { continue }
-                group.addTask {
-                    let reports = await deliverer.deliver(items.map(\.delivery))
-                    return zip(items, reports).map { ($0.push, $0.delivery.address, $1) }
-                }
-            }
-            var all: [(LeasedPush, RegisteredAddress, DeliveryReport)] = []
-            for await part in group { all += part }
-            return all
-        }
-        for (push, address, report) in reported {
+        for (push, address, report) in await self.deliver(byService) {
             settled.append(
                 Settled(
                     push: push,
@@ -218,8 +237,34 @@ public final class DeliveryService: Service, Sendable {
                 )
             )
         }
-        await self.record(settled, leaseEnds: leaseEnds)
-        return batch.count
+        return DeliveredBatch(leased: batch.count, settled: settled, leaseEnds: leaseEnds)
+    }
+
+    /// Each service's deliverer gets its pushes at once; several services in parallel.
+    private func deliver(
+        _ byService: [PushService: [(push: LeasedPush, delivery: PushDelivery)]]
+    ) async -> [(LeasedPush, RegisteredAddress, DeliveryReport)] {
+        // One service (the usual relay): no task group to build per batch.
+        if byService.count == 1, let (service, items) = byService.first, let deliverer = self.deliverers[service] {
+            return await Self.send(items, to: deliverer)
+        }
+        return await withTaskGroup(of: [(LeasedPush, RegisteredAddress, DeliveryReport)].self) { group in
+            for (service, items) in byService {
+                guard let deliverer = self.deliverers[service] else { continue }
+                group.addTask { await Self.send(items, to: deliverer) }
+            }
+            var all: [(LeasedPush, RegisteredAddress, DeliveryReport)] = []
+            for await part in group { all += part }
+            return all
+        }
+    }
+
+    private static func send(
+        _ items: [(push: LeasedPush, delivery: PushDelivery)],
+        to deliverer: any PushDeliverer
+    ) async -> [(LeasedPush, RegisteredAddress, DeliveryReport)] {
+        let reports = await deliverer.deliver(items.map(\.delivery))
+        return zip(items, reports).map { ($0.push, $0.delivery.address, $1) }
     }
 
     /// A push and what became of it.
@@ -284,7 +329,9 @@ public final class DeliveryService: Service, Sendable {
     /// While the store cannot write (PostgreSQL down, a full disk) the outcomes are kept and recording is retried
     /// until the lease ends: pushes the push service already took are not sent again. Only after the lease (or on shutdown) are
     /// they left to be leased again, so delivery stays at least once.
-    private func record(_ settled: [Settled], leaseEnds: ContinuousClock.Instant) async {
+    private func record(_ batch: DeliveredBatch) async {
+        defer { self.inFlight.subtract(batch.leased, ordering: .relaxed) }
+        let (settled, leaseEnds) = (batch.settled, batch.leaseEnds)
         guard !settled.isEmpty else { return }
         let now = self.now()
         for item in settled {
