@@ -100,7 +100,7 @@ struct ServeCommand: AsyncParsableCommand {
     )
     var apnsStreamTimeout: Int?
 
-    @Option(help: "Delivery workers. Default 2.")
+    @Option(help: "Delivery workers. Default 4.")
     var workers: Int?
 
     @Option(

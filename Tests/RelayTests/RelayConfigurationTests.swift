@@ -105,7 +105,7 @@ struct RelayConfigurationTests {
         )
         #expect(line.contains("APNs Apple (development, production)"))
         #expect(line.contains("topics com.example.app"))
-        #expect(line.contains("2 delivery workers"))
+        #expect(line.contains("4 delivery workers"))
         #expect(line.contains("connections at most"))
     }
 

@@ -41,7 +41,7 @@ struct Options {
     var instances = 1
     var database = "sqlite"
     var concurrency = 64
-    var workers = 2
+    var workers = 4
     var batchWindow = 100
     /// Submits per second for the measured submits; 0: as fast as the answers come.
     var rate = 0.0

@@ -30,7 +30,7 @@ public struct ServeOptions: Sendable {
     public var apnsCA: String?
     public var apnsConnectTimeout = 10
     public var apnsStreamTimeout = 10
-    public var workers = 2
+    public var workers = 4
     public var leaseSeconds = 60
     public var recipientRate = 120.0
     public var tokenRate = 60.0

@@ -16,7 +16,7 @@ public final class DeliveryService: Service, Sendable {
         /// The lease owner name: unique per process (host, pid and a random suffix by default).
         public var owner: String
         /// Concurrent workers, each with its own batch.
-        public var workers = 2
+        public var workers = 4
         /// The most pushes one worker leases at once.
         public var batchSize = 64
         /// How long a lease lasts; a crashed process's pushes are leased again after it.
