@@ -32,17 +32,26 @@ public final class TLSTrickle: Sendable {
         let context = try NIOSSLContext(configuration: tls)
         let group = MultiThreadedEventLoopGroup.singleton
         let handshake = group.next().makePromise(of: Void.self)
-        let channel = try await ClientBootstrap(group: handshake.futureResult.eventLoop)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(
-                        NIOSSLClientHandler(context: context, serverHostname: "localhost")
-                    )
-                    try channel.pipeline.syncOperations.addHandler(HandshakeWatcher(done: handshake))
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: handshake.futureResult.eventLoop)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(
+                            NIOSSLClientHandler(context: context, serverHostname: "localhost")
+                        )
+                        try channel.pipeline.syncOperations.addHandler(HandshakeWatcher(done: handshake))
+                    }
                 }
-            }
-            .connect(host: "127.0.0.1", port: port)
-            .get()
+                .connect(host: "127.0.0.1", port: port)
+                .get()
+        } catch {
+            // The connection failed before the watcher could answer (or before it was added): a promise left
+            // unanswered is a fatal error in NIO's debug builds, which would end the whole test process instead of
+            // failing this test. A promise already answered ignores this.
+            handshake.fail(error)
+            throw error
+        }
         try await handshake.futureResult.get()
         let remaining = NIOLockedValueBox(bytes[...])
         let task = channel.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { task in
