@@ -14,10 +14,14 @@ final class HeldCompletionsStore: RelayStore {
         var held = false
         var waiting: [CheckedContinuation<Void, Never>] = []
         var calls = 0
+        var leases = 0
     }
     private let gate = PThreadMutex(Gate())
 
     init(_ inner: any RelayStore) { self.inner = inner }
+
+    /// Leases asked for so far.
+    var leaseCalls: Int { self.gate.withLock { $0.leases } }
 
     /// Completions started so far (held or not).
     var completeCalls: Int { self.gate.withLock { $0.calls } }
@@ -86,7 +90,8 @@ final class HeldCompletionsStore: RelayStore {
         try await self.inner.enqueue(submit, nowMs: nowMs)
     }
     func lease(owner: String, limit: Int, nowMs: Int64, leaseMs: Int64) async throws(RelayError) -> [LeasedPush] {
-        try await self.inner.lease(owner: owner, limit: limit, nowMs: nowMs, leaseMs: leaseMs)
+        self.gate.withLock { $0.leases += 1 }
+        return try await self.inner.lease(owner: owner, limit: limit, nowMs: nowMs, leaseMs: leaseMs)
     }
     func counts() async throws(RelayError) -> [PushState: Int] { try await self.inner.counts() }
     func push(_ pushID: String) async throws(RelayError) -> PushRecord? { try await self.inner.push(pushID) }
@@ -153,6 +158,36 @@ struct DeliveryPipelineTests {
                 let record = try #require(try await sqlite.push(pushID))
                 #expect(record.state == .delivered && record.completions == 1)
             }
+        }
+    }
+
+    @Test("an idle relay polls with its first worker only: 4 idle workers lease far less than 4 times per interval")
+    func idleWorkersDoNotPoll() async throws {
+        try await RelayStoreContractTests.withSQLite { sqlite in
+            let store = HeldCompletionsStore(sqlite)
+            let deliverer = RecordingDeliverer { _ in
+                DeliveryReport(outcome: .delivered, status: 200, label: "200", signal: .answered)
+            }
+            var configuration = DeliveryService.Configuration(owner: "idle")
+            configuration.workers = 4
+            configuration.pollInterval = .milliseconds(20)
+            let delivery = DeliveryService(
+                store: store,
+                deliverer: deliverer,
+                metrics: RelayMetrics(),
+                configuration: configuration,
+                logger: Logger(label: "delivery")
+            )
+            let running = Task { try await delivery.run() }
+            // 1 s idle: the first worker leases at most about 50 times (every 20 ms), each other worker about twice
+            // (every 400 ms). Were every worker polling, it would be up to about 200.
+            try await Task.sleep(for: .seconds(1))
+            let leases = store.leaseCalls
+            delivery.stop()
+            try await running.value
+            #expect(leases >= 4, "every worker leases once when it starts: \(leases)")
+            #expect(leases <= 70, "\(leases) leases in 1 s")
+            #expect(deliverer.callCount == 0)
         }
     }
 }

@@ -21,7 +21,8 @@ public final class DeliveryService: Service, Sendable {
         public var batchSize = 64
         /// How long a lease lasts; a crashed process's pushes are leased again after it.
         public var lease: Duration = .seconds(60)
-        /// How long an idle worker waits before looking again.
+        /// How long the first worker waits, when it finds nothing due, before it looks again (the others wait
+        /// 20 times as long unless the doorbell rings).
         public var pollInterval: Duration = .milliseconds(50)
         /// Attempts before a push that keeps failing with 429/5xx/timeouts is given up (`failed`).
         public var maxAttempts = 12
@@ -102,6 +103,9 @@ public final class DeliveryService: Service, Sendable {
         "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))"
     }
 
+    /// How many poll intervals a worker other than the first waits when it finds nothing due and nobody rings.
+    static let idleFactor = 20
+
     /// Pushes being sent right now (tests watch a drain with it).
     public var deliveriesInFlight: Int { self.inFlight.load(ordering: .relaxed) }
 
@@ -141,13 +145,18 @@ public final class DeliveryService: Service, Sendable {
                     if recordingBatch { await recording.next() }
                     recording.addTask { await self.record(batch) }
                     recordingBatch = true
+                    // A full batch: more may be due (retries, another instance's pushes); wake the idle workers.
+                    if batch.leased >= self.configuration.batchSize { self.doorbell.ring() }
                 }
                 if worker == 0, self.now() - lastPurge > 60_000 {
                     lastPurge = self.now()
                     try? await self.store.purge(nowMs: lastPurge)
                 }
                 if batch == nil {
-                    await self.doorbell.wait(upTo: self.configuration.pollInterval)
+                    // Only the first worker polls at the interval: an idle relay leases once per interval, not once
+                    // per worker. The others wait for the doorbell (a submit, or a worker that found a full batch).
+                    let poll = self.configuration.pollInterval
+                    await self.doorbell.wait(upTo: worker == 0 ? poll : poll * Self.idleFactor)
                 }
             }
             // Leaving the group waits for the last batch's outcomes: shutdown records what was delivered.
