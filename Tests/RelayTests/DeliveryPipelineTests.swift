@@ -103,6 +103,28 @@ final class HeldCompletionsStore: RelayStore {
 /// delivery"), never more than one batch ahead, and a shutdown waits for every delivered batch to be recorded.
 @Suite("Relay delivery: recording overlaps the next batch")
 struct DeliveryPipelineTests {
+    /// A delivery service over `store` whose deliverer answers 200 to every push.
+    static func service(
+        _ store: any RelayStore,
+        owner: String,
+        workers: Int,
+        configure: (inout DeliveryService.Configuration) -> Void = { _ in }
+    ) -> (DeliveryService, RecordingDeliverer) {
+        let deliverer = RecordingDeliverer { _ in
+            DeliveryReport(outcome: .delivered, status: 200, label: "200", signal: .answered)
+        }
+        var configuration = DeliveryService.Configuration(owner: owner)
+        configuration.workers = workers
+        configure(&configuration)
+        let delivery = DeliveryService(
+            store: store,
+            deliverer: deliverer,
+            metrics: RelayMetrics(),
+            configuration: configuration,
+            logger: Logger(label: "delivery")
+        )
+        return (delivery, deliverer)
+    }
     @Test("with its commit held, a worker delivers one more batch, not two; stopping records both and leases no more")
     func oneBatchAhead() async throws {
         try await RelayStoreContractTests.withSQLite { sqlite in
@@ -110,19 +132,7 @@ struct DeliveryPipelineTests {
             let pushIDs = try await RelayDelivererTests.queue(sqlite)
             let store = HeldCompletionsStore(sqlite)
             store.hold()
-            let deliverer = RecordingDeliverer { _ in
-                DeliveryReport(outcome: .delivered, status: 200, label: "200", signal: .answered)
-            }
-            var configuration = DeliveryService.Configuration(owner: "pipeline")
-            configuration.workers = 1
-            configuration.batchSize = 2
-            let delivery = DeliveryService(
-                store: store,
-                deliverer: deliverer,
-                metrics: RelayMetrics(),
-                configuration: configuration,
-                logger: Logger(label: "delivery")
-            )
+            let (delivery, deliverer) = Self.service(store, owner: "pipeline", workers: 1) { $0.batchSize = 2 }
             let stopped = PThreadMutex(false)
             let running = Task {
                 try await delivery.run()
@@ -165,19 +175,9 @@ struct DeliveryPipelineTests {
     func idleWorkersDoNotPoll() async throws {
         try await RelayStoreContractTests.withSQLite { sqlite in
             let store = HeldCompletionsStore(sqlite)
-            let deliverer = RecordingDeliverer { _ in
-                DeliveryReport(outcome: .delivered, status: 200, label: "200", signal: .answered)
+            let (delivery, deliverer) = Self.service(store, owner: "idle", workers: 4) {
+                $0.pollInterval = .milliseconds(20)
             }
-            var configuration = DeliveryService.Configuration(owner: "idle")
-            configuration.workers = 4
-            configuration.pollInterval = .milliseconds(20)
-            let delivery = DeliveryService(
-                store: store,
-                deliverer: deliverer,
-                metrics: RelayMetrics(),
-                configuration: configuration,
-                logger: Logger(label: "delivery")
-            )
             let running = Task { try await delivery.run() }
             // 1 s idle: the first worker leases at most about 50 times (every 20 ms), each other worker about twice
             // (every 400 ms). Were every worker polling, it would be up to about 200.

@@ -138,13 +138,12 @@ public final class DeliveryService: Service, Sendable {
     private func work(_ worker: Int) async {
         await withTaskGroup(of: Void.self) { recording in
             var lastPurge: Int64 = 0
-            var recordingBatch = false
             while !self.stopping.load(ordering: .relaxed) && !Task.isCancelled {
                 let batch = await self.leaseAndDeliver()
                 if let batch {
-                    if recordingBatch { await recording.next() }
+                    // The previous batch's recording, if any (an empty group answers at once).
+                    await recording.next()
                     recording.addTask { await self.record(batch) }
-                    recordingBatch = true
                     // A full batch: more may be due (retries, another instance's pushes); wake the idle workers.
                     if batch.leased >= self.configuration.batchSize { self.doorbell.ring() }
                 }
