@@ -279,4 +279,88 @@ struct PostgresGroupCommitTests {
             #expect(firstAnswer.1 < bound * 1.25, "the first submit was answered after \(firstAnswer.1)")
         }
     }
+
+    /// Starts one context read per request while the line is held, waits until all of them wait, then lets the
+    /// line go: they are read as one group.
+    static func readAsOneGroup(
+        _ store: PostgresRelayStore,
+        _ requests: [(String, [UInt8]?)]
+    ) async throws -> [Result<SubmitContext, RelayError>] {
+        let release = await store.holdContextReads()
+        let tasks = requests.map { userID, hash in
+            Task { () -> Result<SubmitContext, RelayError> in
+                do throws(RelayError) {
+                    return .success(try await store.submitContext(userID: userID, tokenHash: hash))
+                } catch {
+                    return .failure(error)
+                }
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while store.waitingContextReads < tasks.count, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(store.waitingContextReads == tasks.count, "not every read reached the line")
+        release()
+        var results: [Result<SubmitContext, RelayError>] = []
+        for task in tasks { results.append(await task.value) }
+        return results
+    }
+
+    @Test(
+        "seven waiting context reads of three users: one statement, each its own user's list, token and devices",
+        .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)
+    )
+    func contextsInOneGroup() async throws {
+        try await RelayStoreContractTests.withPostgres { store in
+            // u: a list of a and b, both registered, two tokens. w: a list of one device that never registered,
+            // no token. v: nothing.
+            try await RelayStoreContractTests.seed(store, pushes: 0)
+            try await store.replaceDeliveryTokens(userID: "u", hashes: [[8], [9]], nowMs: 1)
+            var other = RelayStoreContractTests.list(version: 1, devices: ["c"])
+            other.userID = "w"
+            _ = try await store.publish(other, nowMs: 1)
+
+            let groupsBefore = store.contextReadGroups
+            let requests: [(String, [UInt8]?)] = [
+                ("u", [8]), ("u", [9]), ("u", [7]), ("u", nil), ("v", [8]), ("u", [8]), ("w", nil),
+            ]
+            let results = try await Self.readAsOneGroup(store, requests)
+            #expect(store.contextReadGroups == groupsBefore + 1)
+            let contexts = try results.map { try $0.get() }
+            #expect(contexts.map(\.hasList) == [true, true, true, true, false, true, true])
+            #expect(contexts.map(\.tokenIsValid) == [true, true, false, false, false, true, false])
+            #expect(contexts.map(\.tokenCount) == [2, 2, 2, 2, 0, 2, 0])
+            #expect(
+                contexts.map { $0.devices.map(\.deviceID) } == [
+                    ["a", "b"], ["a", "b"], ["a", "b"], ["a", "b"], [], ["a", "b"], ["c"],
+                ]
+            )
+            #expect(contexts[0].devices.map(\.pushState) == [.active, .active])
+            #expect(contexts[6].devices.map(\.pushState) == [.none])
+            // Each is what a lone read answers.
+            for (request, context) in zip(requests, contexts) {
+                #expect(try await store.submitContext(userID: request.0, tokenHash: request.1) == context)
+            }
+        }
+    }
+
+    @Test(
+        "a group's context read that fails: each request gets storage-unavailable, and the next group reads again",
+        .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)
+    )
+    func failedContextGroup() async throws {
+        try await RelayStoreContractTests.withPostgres { store in
+            try await RelayStoreContractTests.seed(store, pushes: 0)
+            try await store.executeForTesting("ALTER TABLE devices RENAME TO devices_away")
+            let failed = try await Self.readAsOneGroup(store, [("u", nil), ("v", [1]), ("u", [2])])
+            #expect(failed.count == 3)
+            for result in failed {
+                #expect(throws: RelayError(.storageUnavailable, "")) { try result.get() }
+            }
+            try await store.executeForTesting("ALTER TABLE devices_away RENAME TO devices")
+            let again = try await Self.readAsOneGroup(store, [("u", nil), ("v", [1])])
+            #expect(try again.map { try $0.get().hasList } == [true, false])
+        }
+    }
 }

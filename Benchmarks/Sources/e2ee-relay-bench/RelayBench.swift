@@ -103,6 +103,14 @@ struct Submit: Sendable {
 
 func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
+/// CLOCK_MONOTONIC in seconds: the clock of `perf record -k mono`, so `perf report --time A,B` can cut a profile to
+/// one phase of this benchmark (the windows it prints at the end).
+func monotonicSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
 @discardableResult
 func run(_ executable: String, _ arguments: [String], stdin: String? = nil, stdout: String? = nil) throws -> Int32 {
     let process = Process()
@@ -373,6 +381,7 @@ struct RelayBench {
         let relayCPUBefore = relays.map { cpuSeconds($0.processIdentifier) }
         let gatewayCPUBefore = cpuSeconds(gateway.processIdentifier)
         let selfCPUBefore = cpuSeconds(getpid())
+        let measuredFrom = monotonicSeconds()
         let firstSubmitMs = nowMs()
         let submitted: [(String, Int64)] = try await Self.fanOut(
             envelopes,
@@ -393,6 +402,7 @@ struct RelayBench {
             try await Task.sleep(for: .milliseconds(20))
         }
         let relayCPU = zip(relays, relayCPUBefore).map { cpuSeconds($0.processIdentifier) - $1 }
+        let measuredTo = monotonicSeconds()
         let gatewayCPU = cpuSeconds(gateway.processIdentifier) - gatewayCPUBefore
         let selfCPU = cpuSeconds(getpid()) - selfCPUBefore
         let received = log.snapshot()
@@ -411,12 +421,14 @@ struct RelayBench {
         // relay refuses (400 bad-user-id) after reading the body and before any decoding or storage. What the relay
         // spends on these is the request alone: TLS, HTTP/2, Hummingbird, the body, an answer.
         let floorCPUBefore = relays.map { cpuSeconds($0.processIdentifier) }
+        let floorFrom = monotonicSeconds()
         let refusedUser = String(repeating: "x", count: 65)
         let refused = try await Self.fanOut(envelopes, options, clients) { client, submit, _ in
             await Self.refusal(client, refusedUser, submit, token)
         }.filter { $0 == .badUserID }.count
         guard refused == options.pushes else { Options.fail("\(refused) of \(options.pushes) floor submits refused") }
         let floorCPU = zip(relays, floorCPUBefore).map { cpuSeconds($0.processIdentifier) - $1 }.reduce(0, +)
+        let floorTo = monotonicSeconds()
 
         // A sender from outside: `e2ee-send batch --relay` on the N request lines (it seals, fetches bob's list
         // once, keeps its window of submits in flight on instance 0), timed from exec to exit, with every result
@@ -549,6 +561,16 @@ struct RelayBench {
         )
         let duplicates = metrics.split(separator: "\n").first { $0.hasPrefix("relay_duplicate_deliveries_total") }
         if let duplicates { print("  \(duplicates) (instance 0's count)") }
+        print(
+            String(
+                format: "  phases (CLOCK_MONOTONIC s, for `perf record -k mono` and `perf report --time A,B`): "
+                    + "measured %.3f,%.3f; floor %.3f,%.3f",
+                measuredFrom,
+                measuredTo,
+                floorFrom,
+                floorTo
+            )
+        )
     }
 
     /// Runs `body` once per envelope, `options.concurrency` tasks in flight, each task on one client (round-robin

@@ -32,6 +32,11 @@ public final class PostgresRelayStore: RelayStore {
     /// The `storage-full` error of the last write, when the server refused it for lack of space (SQLSTATE 53100);
     /// nil again once a write succeeds. The health endpoint answers 503 `storage-full` meanwhile.
     private let lastWriteNoRoom = PThreadMutex<RelayError?>(nil)
+    /// Submits' context reads waiting to be read together (``submitContext(userID:tokenHash:)``): under load, one
+    /// round trip for the submits that arrived during the previous one, not one each.
+    private let contextReads = GroupCommit<ContextRequest, Result<SubmitContext, RelayError>>(
+        maxGroup: PostgresRelayStore.maxEnqueueGroup
+    )
     /// Submits waiting to be enqueued together (``enqueue(_:nowMs:)``).
     private let enqueues = GroupCommit<PendingSubmit, Result<EnqueueOutcome, RelayError>>(
         maxGroup: PostgresRelayStore.maxEnqueueGroup
@@ -335,6 +340,18 @@ public final class PostgresRelayStore: RelayStore {
         return value
     }
 
+    /// A write that is one statement: PostgreSQL runs a statement outside `BEGIN` as a transaction of its own (all
+    /// or nothing, committed as `COMMIT` would), so this costs one round trip where ``transaction(_:timeout:_:)``
+    /// costs three.
+    private func statement<T: Sendable>(
+        _ operation: String,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws(RelayError) -> T {
+        let value = try await self.read(operation, body)
+        self.lastWriteNoRoom.withLock { $0 = nil }
+        return value
+    }
+
     /// - Parameter timeout: the bound of this statement when not ``operationTimeout`` (a group's submits have
     ///   already waited part of theirs).
     private func read<T: Sendable>(
@@ -610,48 +627,107 @@ public final class PostgresRelayStore: RelayStore {
     }
 
     public func submitContext(userID: String, tokenHash: [UInt8]?) async throws(RelayError) -> SubmitContext {
+        let request = ContextRequest(userID: userID, tokenHash: tokenHash)
+        let result = await self.contextReads.submit(request) { [self] group in await self.readContexts(group) }
+        return try result.get()
+    }
+
+    /// A submit's read of its context, waiting for its group.
+    struct ContextRequest: Sendable {
+        var userID: String
+        var tokenHash: [UInt8]?
+        /// When the read reached the store: its answer comes within ``operationTimeout`` of it, the wait for an
+        /// earlier group included.
+        var arrived = ContinuousClock.now
+    }
+
+    /// What one context is read for: requests of the same user with the same token share one row.
+    private struct ContextKey: Hashable, Sendable {
+        var userID: String
+        var tokenHash: [UInt8]?
+    }
+
+    /// Reads the contexts of a group of submits in one round trip: the two checks of each user and token, joined
+    /// with the user's devices (one row of NULLs when there are none). A read that fails fails each request of the
+    /// group with its error.
+    private func readContexts(_ group: [ContextRequest]) async -> [Result<SubmitContext, RelayError>] {
         let logger = self.logger
-        return try await self.read("submit-context") { connection in
-            // One round trip: the two checks, joined with the user's devices (one row of NULLs when there are none).
-            let hash = ByteBuffer(bytes: tokenHash ?? [])
-            let rows = try await connection.query(
-                """
-                SELECT c.has_list, c.token_valid, c.token_count, d.device_id, d.signing_key, d.service, d.address,
-                  d.environment, d.unregistered_at_ms, d.failed_reason
-                FROM (SELECT EXISTS (SELECT 1 FROM lists WHERE user_id = \(userID)) AS has_list,
-                  EXISTS (SELECT 1 FROM delivery_tokens WHERE token_sha256 = \(hash) AND user_id = \(userID))
-                    AS token_valid,
-                  (SELECT COUNT(*) FROM delivery_tokens WHERE user_id = \(userID)) AS token_count) c
-                LEFT JOIN devices d ON d.user_id = \(userID)
-                ORDER BY d.position
-                """,
-                logger: logger
-            )
-            var context = SubmitContext(hasList: false, tokenIsValid: false, devices: [])
-            for try await (
-                hasList, tokenValid, tokenCount, deviceID, key, service, text, environment, unregistered, failed
-            )
-                in rows.decode(
-                    (Bool, Bool, Int64, String?, ByteBuffer?, String?, String?, String?, Int64?, String?).self
-                )
-            {
-                context.hasList = hasList
-                context.tokenIsValid = tokenValid && tokenHash != nil
-                context.tokenCount = Int(tokenCount)
-                guard hasList, let deviceID, let key else { continue }
-                let address = Self.address(service: service, text: text, environment: environment)
-                context.devices.append(
-                    StoredDevice(
-                        deviceID: deviceID,
-                        signingKey: Self.bytes(key),
-                        address: address,
-                        unregisteredAtMs: unregistered,
-                        failedReason: failed
-                    )
-                )
+        var keys: [ContextKey] = []
+        var position: [ContextKey: Int] = [:]
+        for request in group {
+            let key = ContextKey(userID: request.userID, tokenHash: request.tokenHash)
+            if position[key] == nil {
+                position[key] = keys.count
+                keys.append(key)
             }
-            return context
         }
+        // The group's read ends within the operation timeout of its oldest request.
+        let deadline = (group.map(\.arrived).min() ?? .now) + self.operationTimeout
+        let contexts: [SubmitContext]
+        do throws(RelayError) {
+            contexts = try await self.read("submit-context", timeout: Self.remaining(until: deadline)) {
+                [keys] connection in
+                try await Self.contexts(keys, connection, logger: logger)
+            }
+        } catch {
+            return group.map { _ in .failure(error) }
+        }
+        return group.map { request in
+            .success(contexts[position[ContextKey(userID: request.userID, tokenHash: request.tokenHash)]!])
+        }
+    }
+
+    /// The contexts of `keys`, in their order.
+    private static func contexts(
+        _ keys: [ContextKey],
+        _ connection: PostgresConnection,
+        logger: Logger
+    ) async throws -> [SubmitContext] {
+        let users = keys.map(\.userID)
+        let hashes = keys.map { ByteBuffer(bytes: $0.tokenHash ?? []) }
+        let rows = try await connection.query(
+            """
+            SELECT w.position, c.has_list, c.token_valid, c.token_count, d.device_id, d.signing_key, d.service,
+              d.address, d.environment, d.unregistered_at_ms, d.failed_reason
+            FROM unnest(\(users)::text[], \(hashes)::bytea[]) WITH ORDINALITY AS w(user_id, token_sha256, position)
+            CROSS JOIN LATERAL (SELECT
+              EXISTS (SELECT 1 FROM lists l WHERE l.user_id = w.user_id) AS has_list,
+              EXISTS (SELECT 1 FROM delivery_tokens t WHERE t.token_sha256 = w.token_sha256 AND t.user_id = w.user_id)
+                AS token_valid,
+              (SELECT COUNT(*) FROM delivery_tokens t WHERE t.user_id = w.user_id) AS token_count) c
+            LEFT JOIN devices d ON d.user_id = w.user_id
+            ORDER BY w.position, d.position
+            """,
+            logger: logger
+        )
+        var contexts = keys.map { _ in SubmitContext(hasList: false, tokenIsValid: false, devices: []) }
+        for try await (
+            position, hasList, tokenValid, tokenCount, deviceID, key, service, text, environment, unregistered, failed
+        )
+            in rows.decode(
+                (Int64, Bool, Bool, Int64, String?, ByteBuffer?, String?, String?, String?, Int64?, String?).self
+            )
+        {
+            let index = Int(position) - 1
+            guard keys.indices.contains(index) else {
+                throw RelayError(.internalError, "a context row for request \(position) of \(keys.count)")
+            }
+            contexts[index].hasList = hasList
+            contexts[index].tokenIsValid = tokenValid && keys[index].tokenHash != nil
+            contexts[index].tokenCount = Int(tokenCount)
+            guard hasList, let deviceID, let key else { continue }
+            let address = Self.address(service: service, text: text, environment: environment)
+            contexts[index].devices.append(
+                StoredDevice(
+                    deviceID: deviceID,
+                    signingKey: Self.bytes(key),
+                    address: address,
+                    unregisteredAtMs: unregistered,
+                    failedReason: failed
+                )
+            )
+        }
+        return contexts
     }
 
     public func consumeNonce(_ nonce: [UInt8], expiresAtMs: Int64, nowMs: Int64) async throws(RelayError) -> Bool {
@@ -945,6 +1021,12 @@ public final class PostgresRelayStore: RelayStore {
     var waitingEnqueues: Int { self.enqueues.waiting }
     /// Holds the submits' line until the returned function is called (tests that line submits up into one group).
     func holdEnqueues() async -> @Sendable () -> Void { await self.enqueues.hold() }
+    /// Context reads run so far, one per group (tests).
+    var contextReadGroups: Int { self.contextReads.groups }
+    /// Context reads waiting for the next group (tests).
+    var waitingContextReads: Int { self.contextReads.waiting }
+    /// Holds the context reads' line until the returned function is called (tests).
+    func holdContextReads() async -> @Sendable () -> Void { await self.contextReads.hold() }
     #endif
 
     private struct Earlier: Sendable {
@@ -961,8 +1043,9 @@ public final class PostgresRelayStore: RelayStore {
         -> [LeasedPush]
     {
         let logger = self.logger
-        return try await self.transaction("lease") { connection in
-            // One round trip: lease the due rows and join each with its device's active address.
+        return try await self.statement("lease") { connection in
+            // One round trip: lease the due rows and join each with its device's active address. One statement,
+            // so no BEGIN and COMMIT around it: PostgreSQL runs it as its own transaction, all or nothing.
             let rows = try await connection.query(
                 Self.leaseQuery(owner: owner, limit: limit, nowMs: nowMs, leaseMs: leaseMs),
                 logger: logger
