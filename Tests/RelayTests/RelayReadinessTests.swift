@@ -195,9 +195,7 @@ struct RelayReadinessTests {
 
     @Test("a push address for a topic this relay does not deliver for is refused: topic-not-allowed")
     func topicsOutsideTheAppAreRefused() async throws {
-        var policy = RelayService.Policy()
-        policy.topics = ["com.example.app"]
-        let fixture = try await ServiceFixture(policy: policy)
+        let fixture = try await ServiceFixture(services: [APNsRules(topics: ["com.example.app"])])
         let cleanup: (ServiceFixture) async -> Void = { await $0.cleanup() }
         try await withCleanup(fixture, cleanup) { fixture in
             let bob = try TestUser.make("bob", devices: ["phone"])

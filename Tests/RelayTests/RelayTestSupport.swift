@@ -121,6 +121,7 @@ struct ServiceFixture: Sendable {
     ///   (`e2ee-send relay register`) needs the wall clock here.
     init(
         policy: RelayService.Policy = RelayService.Policy(),
+        services: [any PushServiceRules] = [APNsRules()],
         logger: Logger = Logger(label: "relay-test"),
         clockStart: Int64 = 1_800_000_000_000,
         doorbell: Doorbell? = nil
@@ -134,6 +135,7 @@ struct ServiceFixture: Sendable {
             store: self.store,
             metrics: self.metrics,
             policy: policy,
+            services: services,
             now: self.clock.closure,
             doorbell: doorbell,
             logger: logger

@@ -21,11 +21,6 @@ public final class RelayService: Sendable {
         /// Per delivery token: pushes a minute and burst.
         public var tokenRatePerMinute: Double = 60
         public var tokenBurst: Double = 30
-        /// APNs environments this relay can deliver to.
-        public var environments: Set<String> = ["production", "development"]
-        /// The app's topics (bundle ids) this relay delivers for: a push address for another topic is refused
-        /// (`topic-not-allowed`). Empty: any topic (tests of the API alone; `e2ee-relay serve` requires them).
-        public var topics: Set<String> = []
 
         public init() {}
     }
@@ -38,6 +33,10 @@ public final class RelayService: Sendable {
     let store: any RelayStore
     let metrics: RelayMetrics
     let policy: Policy
+    /// The rules of each push service this relay delivers through, by service.
+    let services: [PushService: any PushServiceRules]
+    /// The services' padding tables, without repeats, in the order given: an envelope must fit one of them.
+    let paddings: [PaddingTable]
     let now: @Sendable () -> Int64
     let logger: Logger
     /// Rung after pushes are queued (the delivery workers' ``DeliveryService/doorbell``).
@@ -60,6 +59,8 @@ public final class RelayService: Sendable {
     ///   - store: Where everything is kept.
     ///   - metrics: The relay's metrics.
     ///   - policy: Limits (bursts must hold a whole submit of ``maximumPushes``).
+    ///   - services: The rules of each push service this relay delivers through (at least one, one per service);
+    ///     the default is APNs for any topic in both environments (tests of the API alone).
     ///   - now: Milliseconds since 1970 (injected for tests).
     ///   - doorbell: Rung after a submit's pushes are queued, so that idle delivery workers lease them at once.
     ///   - logger: Gets ids, codes and counts; never tokens, envelopes or addresses.
@@ -68,10 +69,14 @@ public final class RelayService: Sendable {
         store: any RelayStore,
         metrics: RelayMetrics,
         policy: Policy = Policy(),
+        services: [any PushServiceRules] = [APNsRules()],
         now: @escaping @Sendable () -> Int64 = { RelayClock.nowMs() },
         doorbell: Doorbell? = nil,
         logger: Logger
     ) throws(RelayError) {
+        guard !services.isEmpty, Set(services.map(\.service)).count == services.count else {
+            throw RelayError(.configuration, "the relay needs the rules of each push service once, and at least one")
+        }
         guard policy.recipientBurst >= Double(Self.maximumPushes), policy.tokenBurst >= Double(Self.maximumPushes)
         else {
             throw RelayError(
@@ -82,6 +87,10 @@ public final class RelayService: Sendable {
         self.store = store
         self.metrics = metrics
         self.policy = policy
+        self.services = Dictionary(uniqueKeysWithValues: services.map { ($0.service, $0) })
+        var paddings: [PaddingTable] = []
+        for padding in services.map(\.padding) where !paddings.contains(padding) { paddings.append(padding) }
+        self.paddings = paddings
         self.now = now
         self.doorbell = doorbell
         self.logger = logger
@@ -157,32 +166,16 @@ public final class RelayService: Sendable {
             environment: registration.environment
         )
         try Self.checkAddress(received)
-        // The relay delivers through APNs only (its one deliverer); an address of another service is refused here
-        // rather than stored and failed at every push.
-        guard let apns = received.push.apns, let environment = received.environment else {
+        // An address of a service this relay has no deliverer for is refused here rather than stored and failed at
+        // every push; the service's own rules check the rest.
+        guard let rules = self.services[received.push.service] else {
             throw RelayError(
                 .unsupportedPushService,
-                "this relay delivers through apns only; service \"\(received.push.service)\" has no deliverer here"
+                "this relay delivers through \(self.services.keys.map(\.rawValue).sorted().joined(separator: ", ")) "
+                    + "only; service \"\(received.push.service)\" has no deliverer here"
             )
         }
-        // Stored with the token in lower case (the signature is checked over what was received).
-        let address = RegisteredAddress(
-            apns: APNsAddress(topic: apns.topic, deviceToken: apns.deviceToken.lowercased()),
-            environment: environment
-        )
-        guard self.policy.topics.isEmpty || self.policy.topics.contains(apns.topic) else {
-            throw RelayError(
-                .topicNotAllowed,
-                "this relay delivers for \(self.policy.topics.sorted().joined(separator: ", ")) only; topic "
-                    + "\"\(apns.topic)\" belongs to another app (APNs would refuse it: TopicDisallowed)"
-            )
-        }
-        guard self.policy.environments.contains(environment) else {
-            throw RelayError(
-                .unsupportedEnvironment,
-                "this relay delivers to \(self.policy.environments.sorted().joined(separator: ", ")) only"
-            )
-        }
+        let address = try rules.registration(received)
         let nonce = try Self.nonce(registration.nonce)
         let signature = try Self.signature(registration.signature)
         let device = try await self.device(userID: userID, deviceID: deviceID)
@@ -361,12 +354,7 @@ public final class RelayService: Sendable {
             guard let bytes = CanonicalBase64.decode(push.envelope) else {
                 throw RelayError(.malformedEnvelope, "pushes[\(index)].envelope is not canonical base64")
             }
-            let envelope: Envelope
-            do throws(E2EEError) {
-                envelope = try Envelope(parsing: bytes, padding: APNsAlertTransport.padding)
-            } catch {
-                throw RelayError(.malformedEnvelope, "pushes[\(index)].envelope: \(error.code): \(error.message)")
-            }
+            let envelope = try self.envelope(bytes, index: index)
             // The queue keeps the envelope; the push service's deliverer frames it at delivery.
             envelopes.append(envelope.serialized)
             digest.update(data: Array(push.deviceID.utf8) + [0] + bytes)
@@ -395,7 +383,7 @@ public final class RelayService: Sendable {
         }
 
         let devices = context.devices
-        for push in request.pushes {
+        for (index, push) in request.pushes.enumerated() {
             guard let device = devices.first(where: { $0.deviceID == push.deviceID }) else {
                 throw RelayError(
                     .unknownDevice,
@@ -403,7 +391,8 @@ public final class RelayService: Sendable {
                 )
             }
             switch device.pushState {
-            case .active: break
+            case .active:
+                try self.checkPadding(of: push, envelope: envelopes[index], to: device)
             case .none:
                 throw RelayError(
                     .noPushAddress,
@@ -530,4 +519,39 @@ public final class RelayService: Sendable {
     }
 
     static func checkAddress(_ address: RegisteredAddress) throws(RelayError) { try address.check() }
+
+    /// Parses a submitted envelope against the padding of the relay's push services: it must fit one of them.
+    private func envelope(_ bytes: [UInt8], index: Int) throws(RelayError) -> Envelope {
+        var first: E2EEError?
+        for padding in self.paddings {
+            do throws(E2EEError) {
+                return try Envelope(parsing: bytes, padding: padding)
+            } catch {
+                first = first ?? error
+            }
+        }
+        guard let error = first else { throw RelayError(.internalError, "the relay has no push service") }
+        throw RelayError(.malformedEnvelope, "pushes[\(index)].envelope: \(error.code): \(error.message)")
+    }
+
+    /// With several push services, an envelope must fit the padding of its device's own service (with one, the
+    /// parse at decoding already checked it).
+    private func checkPadding(
+        of push: RelayAPI.SubmitPush,
+        envelope: [UInt8],
+        to device: StoredDevice
+    ) throws(RelayError) {
+        guard self.paddings.count > 1, let service = device.address?.push.service,
+            let padding = self.services[service]?.padding
+        else { return }
+        do throws(E2EEError) {
+            _ = try Envelope(parsing: envelope, padding: padding)
+        } catch {
+            throw RelayError(
+                .malformedEnvelope,
+                "device \"\(push.deviceID)\" receives pushes through \(service): its envelope does not fit that "
+                    + "service's padding (\(error.message)); seal it for that service"
+            )
+        }
+    }
 }

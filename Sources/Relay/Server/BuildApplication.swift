@@ -121,7 +121,6 @@ public func buildApplication(_ options: ServeOptions, logger: Logger) async thro
     configuration.policy.recipientBurst = max(16, options.recipientRate / 2)
     configuration.policy.tokenRatePerMinute = options.tokenRate
     configuration.policy.tokenBurst = max(16, options.tokenRate / 2)
-    configuration.policy.topics = Set(options.apnsTopics)
     configuration.delivery.workers = options.workers
     configuration.delivery.lease = .seconds(options.leaseSeconds)
     configuration.connections = options.connections
@@ -197,7 +196,7 @@ public func buildApplication(_ options: ServeOptions, logger: Logger) async thro
                 byEnvironment[name] = one
             }
         }
-        configuration.policy.environments = Set(byEnvironment.keys)
+        let apnsRules = APNsRules(topics: Set(options.apnsTopics), environments: Set(byEnvironment.keys))
 
         let connections = ConnectionTracker(limits: configuration.connections)
         let metrics = RelayMetrics(connections: connections)
@@ -206,6 +205,7 @@ public func buildApplication(_ options: ServeOptions, logger: Logger) async thro
             store: store,
             metrics: metrics,
             policy: configuration.policy,
+            services: [apnsRules],
             doorbell: doorbell,
             logger: logger
         )
