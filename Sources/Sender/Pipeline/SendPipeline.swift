@@ -4,7 +4,7 @@ public import E2EECore
 /// or one item for a line that names no device.
 public enum PipelineItem: Sendable {
     /// A request to deliver; `messageID` (when the pipeline sealed it) and `device` go into the result line.
-    case deliver(APNsRequest, messageID: MessageID?, device: String? = nil)
+    case deliver(any OutgoingPush, messageID: MessageID?, device: String? = nil)
     /// A line to print as it is (a request line, when not delivering).
     case print(String)
     /// The line (or, with `device`, that device's push) could not be turned into a request.
@@ -62,14 +62,15 @@ public struct SendPipeline: Sendable {
     ///
     /// - Parameters:
     ///   - lines: the input, read lazily; blank lines are skipped and not numbered.
-    ///   - client: the APNs client that delivers `.deliver` items; `nil` prints them as request lines.
+    ///   - client: the push service's client that delivers `.deliver` items (``APNsClient``); `nil` prints them as
+    ///     request lines.
     ///   - prepare: turns line number `n` (1-based) and its text into its items, in output order (an empty array
     ///     is one `internal-error` result: every line gets an outcome); runs on the calling task.
     ///   - output: writes one result line; a thrown ``SenderError`` is an output failure.
     /// - Returns: counts and the first failure.
     public func run(
         lines: some Sequence<String>,
-        client: APNsClient?,
+        client: (any PushClient)?,
         prepare: (Int, String) -> [PipelineItem],
         output: (String) throws(SenderError) -> Void
     ) async -> PipelineSummary {
@@ -89,7 +90,8 @@ public struct SendPipeline: Sendable {
     ///
     /// - Parameters:
     ///   - lines: the input, read lazily; blank lines are skipped and not numbered.
-    ///   - client: the APNs client that delivers `.deliver` items; `nil` prints them as request lines.
+    ///   - client: the push service's client that delivers `.deliver` items (``APNsClient``); `nil` prints them as
+    ///     request lines.
     ///   - sealers: how many lines are sealed at once (the number of cores is a good choice); `0` seals on the
     ///     calling task, one line at a time.
     ///   - stage: the in-order part of preparing line number `n` (1-based).
@@ -99,7 +101,7 @@ public struct SendPipeline: Sendable {
     /// - Returns: counts and the first failure.
     public func run<Staged: Sendable>(
         lines: some Sequence<String>,
-        client: APNsClient?,
+        client: (any PushClient)?,
         sealers: Int,
         stage: (Int, String) -> Staged,
         seal: @escaping @Sendable (Staged) -> [PipelineItem],
@@ -162,20 +164,18 @@ public struct SendPipeline: Sendable {
                             SendResultLine(line: number, skipped: reason, messageID: messageID, device: device)
                         )
                     case .deliver(let request, let messageID, let device):
-                        if let client, client.configuration.window == 1 {
+                        if let client, client.maximumInFlight == 1 {
                             // One push in flight: send in the loop itself, so pushes leave strictly in input order
                             // (concurrent tasks would queue for the one slot in whatever order they start).
-                            let result = await client.send(request)
                             record(
                                 slot,
-                                SendResultLine(line: number, result: result, messageID: messageID, device: device)
+                                await client.send(request, line: number, messageID: messageID, device: device)
                             )
                         } else if let client {
                             group.addTask {
-                                let result = await client.send(request)
-                                return .delivered(
+                                .delivered(
                                     slot: slot,
-                                    SendResultLine(line: number, result: result, messageID: messageID, device: device)
+                                    await client.send(request, line: number, messageID: messageID, device: device)
                                 )
                             }
                         } else {

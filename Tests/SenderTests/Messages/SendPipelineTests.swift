@@ -1,6 +1,7 @@
 import APNsGateway
 import E2EECore
 import Foundation
+import Locking
 import Testing
 
 @testable import Sender
@@ -335,5 +336,78 @@ struct SendPipelineTests {
         #expect(input.pulled == readWhenClosed.first)
         #expect(input.pulled >= 1 && input.pulled <= 8)
         #expect(stopped.unwritten == input.pulled)
+    }
+
+    /// A push of a service of the tests' own.
+    struct FakePush: OutgoingPush {
+        var text: String
+        func jsonLine(device: String?) -> String { #"{"fake":"\#(self.text)"}"# }
+    }
+
+    /// A client of that service: records what it sends and answers 200.
+    final class FakeClient: PushClient {
+        let maximumInFlight: Int
+        private let sent = PThreadMutex<[String]>([])
+        init(maximumInFlight: Int) { self.maximumInFlight = maximumInFlight }
+        var sentTexts: [String] { self.sent.withLock { $0 } }
+
+        func send(_ push: any OutgoingPush, line: Int, messageID: MessageID?, device: String?) async -> SendResultLine {
+            guard let push = push as? FakePush else {
+                return SendResultLine(line: line, error: SenderError(.unsupportedPushService, "not fake"))
+            }
+            self.sent.withLock { $0.append(push.text) }
+            return SendResultLine(
+                line: line,
+                result: APNsResult(deviceToken: "fake-\(push.text)", status: 200, attempts: 1),
+                messageID: messageID,
+                device: device
+            )
+        }
+    }
+
+    @Test("another service's client: the pipeline delivers through it in input order, each push once, or prints it")
+    func anotherServicesClient() async throws {
+        let texts = (1...12).map { "p\($0)" }
+        for window in [1, 4] {
+            let client = FakeClient(maximumInFlight: window)
+            var written: [String] = []
+            let summary = await SendPipeline(depth: 6).run(
+                lines: texts,
+                client: client,
+                prepare: { _, line in [.deliver(FakePush(text: line), messageID: nil)] },
+                output: { written.append($0) }
+            )
+            #expect(summary.failures == 0)
+            #expect(summary.results == 12)
+            // Written in input order whatever order the answers came in; sent in input order with one in flight.
+            let lines = written.map { try? JSONDecoder().decode(SendResultLine.self, from: Data($0.utf8)) }
+            #expect(lines.map { $0?.line } == Array(1...12))
+            #expect(lines.map { $0?.deviceToken } == texts.map { "fake-\($0)" })
+            if window == 1 {
+                #expect(client.sentTexts == texts)
+            } else {
+                #expect(client.sentTexts.sorted() == texts.sorted())
+            }
+        }
+        var printed: [String] = []
+        _ = await SendPipeline(depth: 6).run(
+            lines: texts,
+            client: nil,
+            prepare: { _, line in [.deliver(FakePush(text: line), messageID: nil)] },
+            output: { printed.append($0) }
+        )
+        #expect(printed == texts.map { #"{"fake":"\#($0)"}"# })
+    }
+
+    @Test("the APNs client refuses a push of another service: unsupported-push-service, nothing sent, no connection")
+    func apnsClientRefusesAnotherServicesPush() async throws {
+        let client = try APNsClientTransportTests.client(baseURL: "https://127.0.0.1:9", caPath: nil)
+        let line = await client.send(FakePush(text: "x"), line: 3, messageID: nil, device: "watch")
+        #expect(line.ok == false)
+        #expect(line.line == 3)
+        #expect(line.device == "watch")
+        #expect(line.failure?.code == .unsupportedPushService)
+        #expect(client.connectionsOpened.http2 == 0)
+        await client.shutdown()
     }
 }
