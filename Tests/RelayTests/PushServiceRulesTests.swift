@@ -32,50 +32,18 @@ struct FakeServiceRules: PushServiceRules {
 struct PushServiceRulesTests {
     static func cleanup(_ fixture: ServiceFixture) async { await fixture.cleanup() }
 
-    /// `bob`'s "watch" registered through the fake service: the rules' own refusal, then the address the rules
-    /// return.
+    /// `bob`'s "watch" registered through the fake service: the rules' own refusal, or nil.
     static func registerWatch(_ fixture: ServiceFixture, _ bob: TestUser, _ address: String) async -> RelayError.Code? {
         await relayErrorCode {
-            let registration = try RelayAuthorization.signedRegistration(
-                userID: "bob",
-                deviceID: "watch",
-                address: RegisteredAddress(
+            try await fixture.register(
+                bob,
+                "watch",
+                RegisteredAddress(
                     push: PushAddress(service: FakeServiceRules.service, address: address),
                     environment: nil
-                ),
-                signingKey: bob.device("watch").signingKey,
-                nowMs: UInt64(fixture.clock.ms)
-            )
-            try await fixture.service.registerPush(
-                userID: "bob",
-                deviceID: "watch",
-                body: RelayRouter.encode(registration)
+                )
             )
         }
-    }
-
-    /// A text sealed to `deviceID` with `padding`.
-    static func seal(
-        _ bob: TestUser,
-        from sender: Identity,
-        to deviceID: String,
-        padding: PaddingTable
-    ) throws
-        -> SealedPush
-    {
-        let message = InnerMessage(
-            messageID: .random(),
-            sentAtMs: 1_800_000_000_000,
-            senderUserID: sender.userID,
-            senderSigningKeyID: sender.signingKey.publicKey.keyID,
-            content: .text(TextMessage(threadID: "t", title: "Hi", body: "hello"))
-        )
-        return try PushPayload.seal(
-            message,
-            to: bob.list.device(named: deviceID)!.currentKey.publicKey,
-            signingKey: sender.signingKey,
-            padding: padding
-        )
     }
 
     @Test("registration: the service's own rules decide and give the stored address; unknown services are refused")
@@ -117,7 +85,7 @@ struct PushServiceRulesTests {
             let sender = alice.devices[0]
             let apns = APNsAlertTransport.padding
             func submit(_ key: String, _ pushes: [(String, PaddingTable)]) async throws -> RelayError.Code? {
-                let sealed = try pushes.map { ($0.0, try Self.seal(bob, from: sender, to: $0.0, padding: $0.1)) }
+                let sealed = try pushes.map { ($0.0, try bob.sealText(from: sender, to: $0.0, padding: $0.1)) }
                 return await relayErrorCode {
                     _ = try await fixture.service.submit(
                         userID: "bob",
@@ -139,7 +107,7 @@ struct PushServiceRulesTests {
             let bob = try TestUser.make("bob", devices: ["phone"])
             let token = DeliveryToken()
             try await fixture.enroll(bob, token: token)
-            let sealed = try Self.seal(bob, from: alice.devices[0], to: "phone", padding: FakeServiceRules.padding)
+            let sealed = try bob.sealText(from: alice.devices[0], to: "phone", padding: FakeServiceRules.padding)
             let code = await relayErrorCode {
                 _ = try await fixture.service.submit(
                     userID: "bob",

@@ -2,6 +2,7 @@ import E2EECore
 import Foundation
 import Locking
 import Logging
+import PushTransport
 import Testing
 
 @testable import Relay
@@ -88,12 +89,13 @@ struct TestUser: Sendable {
     /// The APNs token of ``address(_:topic:environment:)``.
     static func token(_ deviceID: String) -> String { address(deviceID).push.apns!.deviceToken }
 
-    /// A text from `sender` sealed to `deviceID`'s current key.
+    /// A text from `sender` sealed to `deviceID`'s current key, padded by `padding` (APNs' by default).
     func sealText(
         from sender: Identity,
         to deviceID: String,
         body: String = "hello",
-        nowMs: UInt64 = 1_800_000_000_000
+        nowMs: UInt64 = 1_800_000_000_000,
+        padding: PaddingTable = APNsAlertTransport.padding
     )
         throws -> SealedPush
     {
@@ -105,7 +107,12 @@ struct TestUser: Sendable {
             senderSigningKeyID: sender.signingKey.publicKey.keyID,
             content: .text(TextMessage(threadID: "t", title: "Hi", body: body))
         )
-        return try PushPayload.seal(message, to: device.currentKey.publicKey, signingKey: sender.signingKey)
+        return try PushPayload.seal(
+            message,
+            to: device.currentKey.publicKey,
+            signingKey: sender.signingKey,
+            padding: padding
+        )
     }
 }
 
@@ -157,18 +164,7 @@ struct ServiceFixture: Sendable {
     func enroll(_ user: TestUser, token: DeliveryToken) async throws {
         _ = try await self.service.publish(userID: user.userID, body: user.list.jsonData())
         for device in user.devices {
-            let registration = try RelayAuthorization.signedRegistration(
-                userID: user.userID,
-                deviceID: device.deviceID,
-                address: TestUser.address(device.deviceID),
-                signingKey: device.signingKey,
-                nowMs: UInt64(self.clock.ms)
-            )
-            try await self.service.registerPush(
-                userID: user.userID,
-                deviceID: device.deviceID,
-                body: RelayRouter.encode(registration)
-            )
+            try await self.register(user, device.deviceID, TestUser.address(device.deviceID))
         }
         let set = try RelayAuthorization.signedTokenSet(
             userID: user.userID,
@@ -178,6 +174,22 @@ struct ServiceFixture: Sendable {
             nowMs: UInt64(self.clock.ms)
         )
         _ = try await self.service.replaceTokens(userID: user.userID, body: RelayRouter.encode(set))
+    }
+
+    /// Registers `address` for `user`'s device `deviceID`, signed by that device as the relay's API requires.
+    func register(_ user: TestUser, _ deviceID: String, _ address: RegisteredAddress) async throws {
+        let registration = try RelayAuthorization.signedRegistration(
+            userID: user.userID,
+            deviceID: deviceID,
+            address: address,
+            signingKey: user.device(deviceID).signingKey,
+            nowMs: UInt64(self.clock.ms)
+        )
+        try await self.service.registerPush(
+            userID: user.userID,
+            deviceID: deviceID,
+            body: RelayRouter.encode(registration)
+        )
     }
 
     /// The number of pushes in the queue in any state.
