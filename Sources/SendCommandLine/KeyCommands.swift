@@ -21,8 +21,8 @@ struct Keygen: AsyncParsableCommand {
     @OptionGroup var device: NewDeviceOptions
     @Option(
         name: .long,
-        help: "The device key's crypto suite: classical (X25519) or xwing (post-quantum X-Wing, PROTOCOL.md §16)."
-    ) var suite: SuiteName = .classical
+        help: "The device key's crypto suite (PROTOCOL.md §16.4; xwing is post-quantum)."
+    ) var suite = SuiteName(.classical)
 
     func run() async throws {
         try await runCLI {
@@ -172,7 +172,7 @@ struct Rotate: AsyncParsableCommand {
     @Option(
         name: .long,
         help:
-            "The new key's crypto suite (classical or xwing); default: the current key's. Moving to xwing is a rotation."
+            "The new key's crypto suite (PROTOCOL.md §16.4); default: the current key's. Moving to xwing is a rotation."
     ) var suite: SuiteName?
 
     func validate() throws {

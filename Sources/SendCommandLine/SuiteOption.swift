@@ -1,17 +1,20 @@
 import ArgumentParser
 import E2EECore
 
-/// A crypto suite named on the command line (`--suite classical|xwing`, docs/PROTOCOL.md §16.4).
-enum SuiteName: String, CaseIterable, ExpressibleByArgument {
-    /// Suite 0x0001: X25519 / ChaCha20-Poly1305.
-    case classical
-    /// Suite 0x0002: X-Wing (ML-KEM-768 + X25519) / AES-256-GCM, post-quantum.
-    case xwing
+/// A crypto suite named on the command line (`--suite classical`, docs/PROTOCOL.md §16.4).
+///
+/// The names are those of ``CryptoSuite/all``, so a suite added there is accepted here with no change.
+struct SuiteName: ExpressibleByArgument, Sendable {
+    let suite: CryptoSuite
 
-    var suite: CryptoSuite {
-        switch self {
-        case .classical: .classical
-        case .xwing: .xwing
-        }
+    init(_ suite: CryptoSuite) { self.suite = suite }
+
+    init?(argument: String) {
+        guard let suite = CryptoSuite.named(argument) else { return nil }
+        self.suite = suite
     }
+
+    var defaultValueDescription: String { self.suite.name }
+
+    static var allValueStrings: [String] { CryptoSuite.all.map(\.name) }
 }

@@ -57,6 +57,11 @@ struct SuiteCLITests {
         #expect(try Identity.load(path: dir + "/carol.identity").currentDeviceKey.privateKey.suite == .xwing)
         let bad = try await SendCLITests.run(["keygen", "--user-id", "dave", "--out-dir", dir, "--suite", "kyber"])
         #expect(bad.status == 64, "\(bad.stderr)")
-        #expect(bad.stderr.contains("classical") && bad.stderr.contains("xwing"))
+        #expect(bad.stderr.contains("Please provide one of 'classical' and 'xwing'."), "\(bad.stderr)")
+        // The names come from CryptoSuite.all: the help lists each suite there, with the default.
+        let help = try await SendCLITests.run(["keygen", "--help"])
+        let names = CryptoSuite.all.map(\.name).joined(separator: ", ")
+        let words = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(words.contains("(values: \(names); default: classical)"), "\(help.stdout)")
     }
 }
