@@ -24,7 +24,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "A JSON file of options (see below); default: $E2EE_RELAY_CONFIG.")
     var config: String?
 
-    @Option(help: "The store: a SQLite file (created if missing) or a postgres:// URL. Default relay.sqlite.")
+    @Option(help: ArgumentHelp("The store: \(RelayStoreKinds.argumentHelp). Default relay.sqlite."))
     var database: String?
 
     @Option(

@@ -85,9 +85,15 @@ public struct RelayApp: Service {
 /// Builds the relay `options` describe (docs/RELAY.md): checks TLS and the APNs key, opens the store (SQLite: opened
 /// and migrated here; PostgreSQL: one connection tried here, migrated once its client runs), makes the APNs clients,
 /// the API service, the delivery workers, the HTTPS server, the metrics listener and the certificate reloader.
+/// The store is the first of `storeKinds` that accepts `--database` (``RelayStoreKinds/all`` unless a test or an
+/// embedder gives its own).
 ///
 /// - Throws: ``RelayStartError``; nothing is left open when it throws.
-public func buildApplication(_ options: ServeOptions, logger: Logger) async throws(RelayStartError) -> RelayApp {
+public func buildApplication(
+    _ options: ServeOptions,
+    logger: Logger,
+    storeKinds: [any RelayStoreKind] = RelayStoreKinds.all
+) async throws(RelayStartError) -> RelayApp {
     let files: RelayTLS.Files?
     var configuration: RelayConfiguration
     let key: APNsSigningKey
@@ -127,45 +133,32 @@ public func buildApplication(_ options: ServeOptions, logger: Logger) async thro
     if let port = options.metricsPort { configuration.metricsListener = (options.metricsHost ?? "127.0.0.1", port) }
 
     // The store before any listener: a locked or unreachable database stops the start here.
-    let store: any RelayStore
-    var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
-    var startup: (@Sendable () async throws -> Void)?
-    let closeStore: @Sendable () async -> Void
+    let opened: OpenedRelayStore
     do throws(RelayError) {
-        switch configuration.database {
-        case .sqlite(let path):
-            let sqlite = try SQLiteRelayStore(path: path)
-            do throws(RelayError) { try await sqlite.migrate() } catch {
-                await sqlite.close()
-                throw error
-            }
-            store = sqlite
-            closeStore = { await sqlite.close() }
-        case .postgres(let url):
-            let postgres = try await PostgresRelayStore.connect(
-                url: url,
-                operationTimeout: .seconds(options.databaseTimeout),
-                logger: logger
+        guard let kind = RelayStoreKinds.kind(for: options.database, in: storeKinds) else {
+            throw RelayError(
+                .configuration,
+                "--database \(options.database) names no store this relay can open; give "
+                    + storeKinds.map(\.argumentHelp).joined(separator: ", or ")
             )
-            store = postgres
-            // The pool is a service of the relay's group, first in it so that the group stops it last, once the
-            // server and the workers have drained. Waiting for it to answer and migrating need it running, so
-            // they cannot happen here: they are the first step of the application's service (below), which
-            // starts its server and its workers only after them; their failure ends the group with this step's
-            // error, and the executable exits as it did when the store opened before everything else.
-            services.append(.init(service: postgres.clientService))
-            closeStore = {}
-            startup = {
-                do throws(RelayError) {
-                    try await postgres.waitUntilAnswering()
-                    try await postgres.migrate()
-                } catch {
-                    throw RelayStartError(.store, error)
-                }
-            }
         }
+        opened = try await kind.open(options.database, options: options, logger: logger)
     } catch {
         throw RelayStartError(.store, error)
+    }
+    let store = opened.store
+    let closeStore = opened.close
+    // The store's service (a connection pool) first in the group, so that the group stops it last. Its startup
+    // (waiting for the server, migrating) is the first step of the application's service, which starts its server
+    // and its workers only after it; its failure ends the group with the store's error, and the executable exits as
+    // it does when the store cannot be opened.
+    var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+    if let service = opened.service { services.append(.init(service: service)) }
+    var startup: (@Sendable () async throws -> Void)?
+    if let step = opened.startup {
+        startup = { @Sendable () async throws in
+            do throws(RelayError) { try await step() } catch { throw RelayStartError(.store, error) }
+        }
     }
 
     var clients: [APNsClient] = []
@@ -228,7 +221,9 @@ public func buildApplication(_ options: ServeOptions, logger: Logger) async thro
         if let files { services.append(.init(service: CertificateReloader(files: files, logger: logger))) }
         // Last, so that it hears of a shutdown first (a group stops its services in reverse order).
         services.append(.init(service: DrainingNotice(service: service)))
-        logger.notice("\(RelayServe.startLine(options, environments: byEnvironment.keys.sorted()))")
+        logger.notice(
+            "\(RelayServe.startLine(options, environments: byEnvironment.keys.sorted(), storeKinds: storeKinds))"
+        )
         let apns = clients
         return RelayApp(
             application: application,

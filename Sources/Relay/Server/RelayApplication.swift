@@ -10,20 +10,23 @@ import ServiceLifecycle
 
 /// Everything `e2ee-relay serve` needs, checked by the CLI before the relay starts.
 public struct RelayConfiguration: Sendable {
-    /// Where the relay keeps its state.
-    public enum Database: Sendable, Hashable {
-        /// An embedded SQLite file (one relay process).
-        case sqlite(path: String)
-        /// A PostgreSQL URL (`postgres://user[:password]@host:port/database`), shared by several relays.
-        case postgres(url: String)
+    /// Where the relay keeps its state: a `--database` value, opened by the first of ``RelayStoreKinds/all`` that
+    /// accepts it.
+    public struct Database: Sendable, Hashable {
+        /// The value as `--database` takes it: a file path, a `postgres://` URL.
+        public let argument: String
 
-        /// Parses `--database`: a `postgres://` or `postgresql://` URL, else a file path.
-        public init(argument: String) {
-            if argument.hasPrefix("postgres://") || argument.hasPrefix("postgresql://") {
-                self = .postgres(url: argument)
-            } else {
-                self = .sqlite(path: argument)
-            }
+        public init(argument: String) { self.argument = argument }
+
+        /// An embedded SQLite file (one relay process).
+        public static func sqlite(path: String) -> Self { Self(argument: path) }
+        /// A PostgreSQL URL (`postgres://user[:password]@host:port/database`), shared by several relays.
+        public static func postgres(url: String) -> Self { Self(argument: url) }
+
+        /// The kind of store of ``argument``.
+        public var kind: any RelayStoreKind {
+            // SQLite, last in the list, accepts every value.
+            RelayStoreKinds.kind(for: self.argument) ?? SQLiteStoreKind()
         }
     }
 
@@ -104,25 +107,7 @@ public enum RelayApplication: Sendable {
         logger: Logger,
         _ body: (any RelayStore) async throws -> T
     ) async throws -> T {
-        switch database {
-        case .sqlite(let path):
-            let store = try SQLiteRelayStore(path: path)
-            let value: T
-            do {
-                try await store.migrate()
-                value = try await body(store)
-            } catch {
-                await store.close()
-                throw error
-            }
-            await store.close()
-            return value
-        case .postgres(let url):
-            return try await PostgresRelayStore.withStore(url: url, logger: logger) { store in
-                try await store.migrate()
-                return try await body(store)
-            }
-        }
+        try await database.kind.withStore(database.argument, options: ServeOptions(), logger: logger, body)
     }
 
     /// The Hummingbird application: the API router over TLS with the delivery service beside it.

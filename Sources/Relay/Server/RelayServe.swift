@@ -16,15 +16,16 @@ public enum RelayServe: Sendable {
     }
 
     /// The one line that says what this relay is: version, store (without a password), APNs, topics, workers, limits.
-    static func startLine(_ options: ServeOptions, environments: [String]) -> String {
-        let store: String
-        switch RelayConfiguration.Database(argument: options.database) {
-        case .sqlite(let path): store = "SQLite \(path)"
-        case .postgres(let url):
-            let seconds = options.databaseTimeout
-            let timeout = seconds == seconds.rounded() && seconds < 1e6 ? "\(Int(seconds))" : "\(seconds)"
-            store = "PostgreSQL \(Self.withoutPassword(url)) (\(timeout) s per operation)"
-        }
+    static func startLine(
+        _ options: ServeOptions,
+        environments: [String],
+        storeKinds: [any RelayStoreKind] = RelayStoreKinds.all
+    ) -> String {
+        let store =
+            RelayStoreKinds.kind(for: options.database, in: storeKinds)?.startDescription(
+                options.database,
+                options: options
+            ) ?? options.database
         let apns =
             options.apnsURL.map { "\($0) (an APNs-compatible server)" }
             ?? "Apple (\(environments.joined(separator: ", ")))"
