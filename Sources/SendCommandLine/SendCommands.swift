@@ -55,7 +55,7 @@ struct SendOptions: ParsableArguments {
                     text = SendResultLine(line: 1, error: error, device: push.deviceID).jsonLine()
                     failure = error
                 case (.success(let built), .none):
-                    text = built.request.jsonLine(device: push.deviceID)
+                    text = built.push.jsonLine(device: push.deviceID)
                     failure = nil
                 case (.success, let result?):
                     text = result.jsonLine()
@@ -136,11 +136,8 @@ struct SendOptions: ParsableArguments {
             for (index, push) in pushes.enumerated() {
                 guard case .success(let built) = push.outcome else { continue }
                 group.addTask {
-                    let result = await client.send(built.request)
-                    return (
-                        index,
-                        SendResultLine(line: 1, result: result, messageID: built.messageID, device: push.deviceID)
-                    )
+                    let line = await client.send(built.push, line: 1, messageID: built.messageID, device: push.deviceID)
+                    return (index, line)
                 }
             }
             var lines = [SendResultLine?](repeating: nil, count: pushes.count)

@@ -1,15 +1,20 @@
 public import E2EECore
 public import Foundation
 
-/// A push ready to go: the APNs request and what it carries (for the caller's own records, never sent in clear).
+/// A push ready to go: the push service's request and what it carries (for the caller's own records, never sent in
+/// clear).
 public struct BuiltPush: Sendable {
-    public let request: APNsRequest
+    /// The request, as the format of the device's service made it (an ``APNsRequest`` for APNs).
+    public let push: any OutgoingPush
     public let messageID: MessageID
     public let kind: MessageKind
     /// The padding bucket of the body (see docs/PROTOCOL.md §6).
     public let bucket: Int
     /// The recipient device this push is sealed to.
     public let deviceID: String
+
+    /// The APNs request, when the push is one.
+    public var apnsRequest: APNsRequest? { self.push as? APNsRequest }
 }
 
 /// What a message becomes for one device of the recipient (fan-out, docs/PROTOCOL.md §11.7): a push, or why that
@@ -29,9 +34,10 @@ public struct DevicePush: Sendable {
     }
 }
 
-/// Builds APNs requests that look the same for every kind of message.
+/// Builds pushes that look the same for every kind of message: each device's push is sealed with the padding of its
+/// push address's service and framed by that service's ``PushFormat`` (``APNsFormat`` unless told otherwise).
 ///
-/// Uniform by construction: the headers come from one function that does not know the kind
+/// Uniform by construction (APNs): the headers come from one function that does not know the kind
 /// (`apns-push-type: alert`, `apns-priority: 10`, `apns-expiration: 0`, the app's bundle id as topic, no
 /// collapse id, a fresh `apns-id`), and the body is always the placeholder alert plus the padded envelope, so a call
 /// invite, a cancel, a receipt and a text of up to about 1 KB produce bodies of exactly the same length.
@@ -40,21 +46,40 @@ public struct DevicePush: Sendable {
 /// fetches what it missed from its own server. A per-kind policy would tell APNs which pushes are calls.
 public struct PushBuilder: Sendable {
     public let identity: Identity
-    /// The app's bundle id (`apns-topic`) for every push, overriding the topic of the recipient card's APNs address; `nil`
-    /// takes each card's topic.
-    public let topic: String?
+    /// One format per push service this sender delivers through; the first also frames a push to a device without
+    /// a push address, when the send names one (``PushOverrides/address``).
+    public let formats: [any PushFormat]
     /// The wall clock, for the signed send time.
     public let clock: WallClock
 
+    /// A builder of APNs pushes (``APNsFormat``).
+    ///
     /// - Parameters:
     ///   - identity: the sender.
     ///   - topic: an `apns-topic` for every push (`--topic`); `nil` (the default) uses the recipient card's
     ///     APNs address's topic, which is the bundle id the device registered its token for.
     ///   - clock: the clock for the signed send time.
     public init(identity: Identity, topic: String? = nil, clock: WallClock = .system) {
+        self.init(identity: identity, formats: [APNsFormat(topic: topic)], clock: clock)
+    }
+
+    /// A builder of the pushes of each service of `formats`, which must not be empty and names each service once.
+    public init(identity: Identity, formats: [any PushFormat], clock: WallClock = .system) {
+        precondition(!formats.isEmpty, "a PushBuilder needs the format of at least one push service")
         self.identity = identity
-        self.topic = topic
+        self.formats = formats
         self.clock = clock
+    }
+
+    /// The format of `service`, or nil when this sender does not deliver through it.
+    public func format(for service: PushService) -> (any PushFormat)? {
+        self.formats.first { $0.service == service }
+    }
+
+    /// The format a push to `device` is framed by: its address's service's; the first for a device without one.
+    func format(of device: DeviceList.Device) -> (any PushFormat)? {
+        guard let push = device.push else { return self.formats[0] }
+        return self.format(for: push.service)
     }
 
     /// The headers every push carries, whatever its kind. Only `apns-id` differs between requests.
@@ -98,7 +123,7 @@ public struct PushBuilder: Sendable {
     ///     device.
     ///   - messageID: the message id every device's push carries.
     ///   - sentAtMs: the signed send time; `nil` signs the builder's clock (``clock``), once for every device.
-    ///   - topic: the `apns-topic`; default: the builder's ``topic``, then the topic of each device's APNs address.
+    ///   - topic: the `apns-topic`; default: the ``APNsFormat``'s topic, then the topic of each device's APNs address.
     /// - Returns: one outcome per device, in the list's order: a push, or why that device gets none
     ///   (`.unknownRecipient` for a device without a push address, `.tooLarge`, ...; the sender's own device
     ///   without a push address is ``DevicePush/skipped``, not a failure).
@@ -121,7 +146,7 @@ public struct PushBuilder: Sendable {
                         + "leave it out to send to each device's own push address"
                 )
             }
-            _ = try Self.validateDeviceToken(deviceToken)
+            _ = try (self.format(of: devices[0]) ?? self.formats[0]).checkedAddress(deviceToken)
         }
         let sentAt = sentAtMs ?? self.clock.unsignedMs
         return devices.map { device in
@@ -154,7 +179,7 @@ public struct PushBuilder: Sendable {
         }
     }
 
-    /// Seals `content` for one device of `card` and wraps it in an APNs request.
+    /// Seals `content` for one device of `card` and frames it in its service's request (``PushFormat``).
     ///
     /// - Parameters:
     ///   - content: what to send.
@@ -164,7 +189,7 @@ public struct PushBuilder: Sendable {
     ///   - messageID: the message id (random by default).
     ///   - sentAtMs: for tests and demos: the signed send time, in milliseconds since the epoch; a receiver judges
     ///     staleness from it. `nil` (the default) signs the builder's clock (``clock``).
-    ///   - topic: the `apns-topic` of this push; default: the builder's ``topic``, then the topic of the device's APNs address.
+    ///   - topic: the `apns-topic` of this push; default: the ``APNsFormat``'s topic, then the topic of the device's APNs address.
     /// - Returns: the request to send and what it carries.
     /// - Throws: `SenderError` with `.unknownRecipient` (no such device, no token or no topic), `.badDeviceToken`,
     ///   `.tooLarge` (saying what is too large for that kind) or `.usage` (a field out of range, several devices).
@@ -214,29 +239,34 @@ public struct PushBuilder: Sendable {
         topic: String?
     ) throws(SenderError) -> BuiltPush {
         let name = "\(card.userID)'s device \"\(device.deviceID)\""
-        // The device's APNs address, unless an override names the token: a device whose address is of another
-        // service gets an explicit refusal of its own, and the rest of a fan-out goes on.
-        let apns = device.push?.apns
-        if deviceToken == nil, let push = device.push, apns == nil {
+        // The device's service's format, unless an override names the address: a device whose address is of a
+        // service this sender has no format for gets an explicit refusal of its own, and the rest of a fan-out
+        // goes on. An override is an address of the first format's service when the device's has none.
+        let format: any PushFormat
+        if let found = self.format(of: device) {
+            format = found
+        } else if deviceToken != nil {
+            format = self.formats[0]
+        } else {
+            let services = self.formats.map(\.service.rawValue).joined(separator: ", ")
             throw SenderError(
                 .unsupportedPushService,
-                "\(name) receives pushes through \"\(push.service)\"; this sender delivers through apns only"
+                "\(name) receives pushes through \"\(device.push?.service.rawValue ?? "")\"; this sender delivers "
+                    + "through \(services) only"
             )
         }
-        guard let token = deviceToken ?? apns?.deviceToken else {
+        guard deviceToken != nil || device.push != nil else {
             throw SenderError(
                 .unknownRecipient,
                 "no push address for \(name): \(card.userID) must publish a card with its \"push\" (e2ee-send card "
                     + "--device-token on that device), or pass --device-token when it is the only device"
             )
         }
-        let validToken = try Self.validateDeviceToken(token)
-        guard let topic = topic ?? self.topic ?? apns?.topic, !topic.isEmpty else {
-            throw SenderError(
-                .unknownRecipient,
-                "no APNs topic for \(name): pass --topic BUNDLE_ID or use a card with an APNs \"push\" address"
-            )
-        }
+        let frame = try format.destination(
+            device.push?.service == format.service ? device.push : nil,
+            overrides: PushOverrides(address: deviceToken, topic: topic),
+            recipient: name
+        )
         let key = device.currentKey
         let message = InnerMessage(
             messageID: messageID,
@@ -247,18 +277,20 @@ public struct PushBuilder: Sendable {
         )
         let sealed: SealedPush
         do {
-            sealed = try PushPayload.seal(message, to: key.publicKey, signingKey: self.identity.signingKey)
+            sealed = try PushPayload.seal(
+                message,
+                to: key.publicKey,
+                signingKey: self.identity.signingKey,
+                padding: format.padding
+            )
         } catch {
-            if error.code == .tooLarge { throw Self.tooLarge(message, suite: key.publicKey.suite) }
+            if error.code == .tooLarge {
+                throw Self.tooLarge(message, suite: key.publicKey.suite, padding: format.padding)
+            }
             throw SenderError(error, context: "cannot seal the \(content.kind) for \(name)")
         }
-        let request = APNsRequest(
-            deviceToken: validToken,
-            headers: Self.uniformHeaders(topic: topic),
-            body: sealed.apnsBodyString
-        )
         return BuiltPush(
-            request: request,
+            push: frame(sealed),
             messageID: messageID,
             kind: content.kind,
             bucket: sealed.bucket,
@@ -269,16 +301,16 @@ public struct PushBuilder: Sendable {
 
 extension PushBuilder {
     /// The largest signed inner message (signed part + signature) a push of `suite` can carry: one byte less than
-    /// the suite's largest APNs padding bucket (docs/PROTOCOL.md §6).
-    static func largestInnerMessage(suite: CryptoSuite) -> Int {
-        (APNsAlertTransport.padding.buckets(for: suite).last ?? 1) - 1
+    /// the suite's largest padding bucket (docs/PROTOCOL.md §6), APNs' unless `padding` says otherwise.
+    static func largestInnerMessage(suite: CryptoSuite, padding: PaddingTable = APNsAlertTransport.padding) -> Int {
+        (padding.buckets(for: suite).last ?? 1) - 1
     }
 
     /// Says what is too large for this kind of message and what to do, with the numbers for this sender (the
     /// limit depends on the sender's user id, which every message carries, and on the recipient device's suite).
-    static func tooLarge(_ message: InnerMessage, suite: CryptoSuite) -> SenderError {
+    static func tooLarge(_ message: InnerMessage, suite: CryptoSuite, padding: PaddingTable) -> SenderError {
         let size = (try? message.encodedLength()) ?? 0
-        let limit = Self.largestInnerMessage(suite: suite)
+        let limit = Self.largestInnerMessage(suite: suite, padding: padding)
         let measured = "the \(message.kind) is \(size) bytes once signed and the most a push carries is \(limit)"
         switch message.content {
         case .text:
@@ -304,7 +336,7 @@ extension PushBuilder {
     }
 }
 
-/// A message sealed for one device, without an APNs request around it: what a sender hands to a relay
+/// A message sealed for one device, without a push service's request around it: what a sender hands to a relay
 /// (docs/RELAY.md "Submitting"), which frames it into the same uniform body and delivers it.
 public struct DeviceEnvelope: Sendable {
     public let deviceID: String
@@ -329,6 +361,8 @@ extension PushBuilder {
         let sentAt = sentAtMs ?? self.clock.unsignedMs
         return devices.map { device in
             let name = "\(list.userID)'s device \"\(device.deviceID)\""
+            // The padding of the device's service, which the relay checks (docs/RELAY.md "Submitting").
+            let padding = (self.format(of: device) ?? self.formats[0]).padding
             let message = InnerMessage(
                 messageID: messageID,
                 sentAtMs: sentAt,
@@ -340,13 +374,14 @@ extension PushBuilder {
                 let sealed = try PushPayload.seal(
                     message,
                     to: device.currentKey.publicKey,
-                    signingKey: self.identity.signingKey
+                    signingKey: self.identity.signingKey,
+                    padding: padding
                 )
                 return DeviceEnvelope(deviceID: device.deviceID, messageID: messageID, outcome: .success(sealed))
             } catch {
                 let failure =
                     error.code == .tooLarge
-                    ? Self.tooLarge(message, suite: device.currentKey.publicKey.suite)
+                    ? Self.tooLarge(message, suite: device.currentKey.publicKey.suite, padding: padding)
                     : SenderError(error, context: "cannot seal the \(content.kind) for \(name)")
                 return DeviceEnvelope(deviceID: device.deviceID, messageID: messageID, outcome: .failure(failure))
             }

@@ -76,7 +76,7 @@ public struct BatchRequests: Sendable {
                     }
                     return switch push.outcome {
                     case .success(let built):
-                        .deliver(built.request, messageID: built.messageID, device: push.deviceID)
+                        .deliver(built.push, messageID: built.messageID, device: push.deviceID)
                     case .failure(let error): .failed(error, device: push.deviceID)
                     }
                 }

@@ -1,5 +1,6 @@
 import E2EECore
 import Foundation
+import Testing
 
 @testable import Sender
 
@@ -82,4 +83,16 @@ final class Notices: @unchecked Sendable {
     private var stored: [String] = []
     func append(_ text: String) { self.lock.withLock { self.stored.append(text) } }
     var all: [String] { self.lock.withLock { self.stored } }
+}
+
+extension BuiltPush {
+    /// The APNs request: every push these tests build is one (``APNsFormat``). A push of another service records an
+    /// issue and reads as an empty request, so the test fails instead of the process.
+    var request: APNsRequest {
+        guard let request = self.apnsRequest else {
+            Issue.record("expected an APNs request, got \(type(of: self.push))")
+            return APNsRequest(deviceToken: "", headers: [:], body: "")
+        }
+        return request
+    }
 }
