@@ -49,15 +49,6 @@ struct RelayStoreKindTests {
                 }
             )
         }
-
-        func withStore<T>(
-            _ argument: String,
-            options: ServeOptions,
-            logger: Logger,
-            _ body: (any RelayStore) async throws -> T
-        ) async throws -> T {
-            try await SQLiteStoreKind().withStore(String(argument.dropFirst(8)), options: options, logger: logger, body)
-        }
     }
 
     /// The store's service: runs until graceful shutdown.
@@ -157,5 +148,40 @@ struct RelayStoreKindTests {
             RelayStoreKinds.kind(for: options.database)?.startDescription(options.database, options: options)
                 == "PostgreSQL postgres://relay:***@db:5432/relay (5 s per operation)"
         )
+    }
+
+    @Test(
+        "withStore opens each built-in kind as a relay does (migrated, its pool running) and closes it",
+        .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)
+    )
+    func withStoreOfEachKind() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.cleanup() }
+        var options = ServeOptions()
+        options.databaseTimeout = PostgresTestServer.operationTimeout / .seconds(1)
+        let bob = try TestUser.make("bob")
+        for argument in [folder.file("relay.sqlite"), try await PostgresTestServer.freshDatabaseURL()] {
+            let kind = try #require(RelayStoreKinds.kind(for: argument))
+            let logger = Logger(label: "kind")
+            let stored = try await kind.withStore(argument, options: options, logger: logger) { store in
+                try await store.publish(
+                    NewList(
+                        userID: "bob",
+                        userSigningKey: bob.list.userSigningKey.rawRepresentation,
+                        listVersion: bob.list.listVersion,
+                        digest: bob.list.digest,
+                        json: bob.list.jsonData(),
+                        devices: bob.list.devices.map { ($0.deviceID, $0.signingKey.rawRepresentation) }
+                    ),
+                    nowMs: 1
+                )
+            }
+            #expect(stored, "\(kind.name)")
+            // Closed: opened again (a SQLite file's lock released), the list is there.
+            let version = try await kind.withStore(argument, options: options, logger: logger) { store in
+                try await store.list(userID: "bob")?.listVersion
+            }
+            #expect(version == 2, "\(kind.name)")
+        }
     }
 }

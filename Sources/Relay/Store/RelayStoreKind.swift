@@ -19,14 +19,33 @@ public protocol RelayStoreKind: Sendable {
     /// - Throws: `configuration` when `argument` is malformed, `storage-unavailable` when the store cannot be opened
     ///   or reached; nothing is left open when it throws.
     func open(_ argument: String, options: ServeOptions, logger: Logger) async throws(RelayError) -> OpenedRelayStore
-    /// Runs `body` with the store `argument` names, its schema migrated, and closes it (its connections too) before
-    /// returning.
-    func withStore<T>(
+}
+
+extension RelayStoreKind {
+    /// Runs `body` with the store `argument` names, opened as a relay opens it (its service running beside `body`,
+    /// its startup done first), and closes it (its connections too) before returning.
+    public func withStore<T>(
         _ argument: String,
         options: ServeOptions,
         logger: Logger,
         _ body: (any RelayStore) async throws -> T
-    ) async throws -> T
+    ) async throws -> T {
+        let opened = try await self.open(argument, options: options, logger: logger)
+        do {
+            let value = try await withThrowingTaskGroup(of: Void.self) { group in
+                if let service = opened.service { group.addTask { try await service.run() } }
+                // Cancelling the service (a connection pool) closes its connections; the group waits for that.
+                defer { group.cancelAll() }
+                try await opened.startup?()
+                return try await body(opened.store)
+            }
+            await opened.close()
+            return value
+        } catch {
+            await opened.close()
+            throw error
+        }
+    }
 }
 
 /// A store opened for the relay, with what the relay's `ServiceGroup` runs for it and what closes it.

@@ -33,20 +33,4 @@ struct PostgresStoreKind: RelayStoreKind {
             close: {}
         )
     }
-
-    func withStore<T>(
-        _ argument: String,
-        options: ServeOptions,
-        logger: Logger,
-        _ body: (any RelayStore) async throws -> T
-    ) async throws -> T {
-        try await PostgresRelayStore.withStore(
-            url: argument,
-            operationTimeout: .seconds(options.databaseTimeout),
-            logger: logger
-        ) { store in
-            try await store.migrate()
-            return try await body(store)
-        }
-    }
 }

@@ -17,22 +17,4 @@ struct SQLiteStoreKind: RelayStoreKind {
         }
         return OpenedRelayStore(store: store, close: { await store.close() })
     }
-
-    func withStore<T>(
-        _ argument: String,
-        options: ServeOptions,
-        logger: Logger,
-        _ body: (any RelayStore) async throws -> T
-    ) async throws -> T {
-        let opened = try await self.open(argument, options: options, logger: logger)
-        let value: T
-        do {
-            value = try await body(opened.store)
-        } catch {
-            await opened.close()
-            throw error
-        }
-        await opened.close()
-        return value
-    }
 }
