@@ -94,6 +94,19 @@ func cpuSeconds(_ pid: Int32) -> Double {
     return (utime + stime) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
+/// CPU seconds (user + system) of this process's children that have exited and been waited for, from
+/// /proc/self/stat (`cutime`, `cstime`): around one child run to completion, that child's CPU.
+func waitedChildrenCPUSeconds() -> Double {
+    guard let text = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
+        let close = text.lastIndex(of: ")")
+    else { return 0 }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    // cutime is field 16 and cstime field 17 (1-based over the whole line).
+    let cutime = Double(fields[13]) ?? 0
+    let cstime = Double(fields[14]) ?? 0
+    return (cutime + cstime) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
 /// One submit: a message's envelopes, one per device of the recipient.
 struct Submit: Sendable {
     var pushes: [(deviceID: String, envelope: Envelope)]
@@ -441,6 +454,10 @@ struct RelayBench {
                 attributes: [.posixPermissions: 0o600]
             )
         else { Options.fail("cannot write \(tokenFile)") }
+        // The CPU of each process of this phase, for the bound on 2 cores printed below.
+        let relaysBeforeBatch = relays.map { cpuSeconds($0.processIdentifier) }.reduce(0, +)
+        let gatewayBeforeBatch = cpuSeconds(gateway.processIdentifier)
+        let childrenBeforeBatch = waitedChildrenCPUSeconds()
         let batchRelaySeconds = try Self.timedBatch(
             send,
             [
@@ -452,10 +469,13 @@ struct RelayBench {
             results: work + "/batch-relay.jsonl",
             expected: pushCount
         )
+        let batchRelayClientCPU = waitedChildrenCPUSeconds() - childrenBeforeBatch
         while log.count < 2 * pushCount {
             guard gateway.isRunning else { Options.fail("the gateway exited") }
             try await Task.sleep(for: .milliseconds(20))
         }
+        let batchRelayRelayCPU = relays.map { cpuSeconds($0.processIdentifier) }.reduce(0, +) - relaysBeforeBatch
+        let batchRelayGatewayCPU = cpuSeconds(gateway.processIdentifier) - gatewayBeforeBatch
         for client in clients { await client.shutdown() }
         for relay in relays {
             relay.terminate()
@@ -473,6 +493,8 @@ struct RelayBench {
             guard gateway.isRunning else { Options.fail("the gateway exited") }
             try await Task.sleep(for: .milliseconds(20))
         }
+        let gatewayBeforeDeliver = cpuSeconds(gateway.processIdentifier)
+        let childrenBeforeDeliver = waitedChildrenCPUSeconds()
         let batchDeliverSeconds = try Self.timedBatch(
             send,
             ["batch", "--identity", keys + "/alice.identity", "--contacts", keys, "--deliver"] + apnsOptions,
@@ -480,6 +502,9 @@ struct RelayBench {
             results: work + "/batch-deliver.jsonl",
             expected: pushCount
         )
+        let batchDeliverClientCPU = waitedChildrenCPUSeconds() - childrenBeforeDeliver
+        // The gateway answers every stream before the client can exit, so its CPU for them is spent by now.
+        let batchDeliverGatewayCPU = cpuSeconds(gateway.processIdentifier) - gatewayBeforeDeliver
         gateway.terminate()
         gateway.waitUntilExit()
 
@@ -557,6 +582,40 @@ struct RelayBench {
                 deliverRate,
                 batchDeliverSeconds,
                 relayRate / deliverRate
+            )
+        )
+        // What 2 cores allow: every process of the phase shares them, so no run can exceed 2 s of CPU per second.
+        // With the relay at its floor (receiving each submit, as refused before decoding, plus `deliver`'s cost per
+        // push, both measured above), the same bound says whether the ratio is reachable on this machine at all.
+        let messages = Double(options.pushes)
+        let relayPerMessage = batchRelayRelayCPU / messages * 1e6
+        let relayClientPerMessage = batchRelayClientCPU / messages * 1e6
+        let relayGatewayPerMessage = batchRelayGatewayCPU / messages * 1e6
+        let floorPerMessage = (floorPerPush + deliverPerPush) * Double(options.devices)
+        let boundRelay = 2e6 / (relayClientPerMessage + relayPerMessage + relayGatewayPerMessage)
+        let boundFloor = 2e6 / (relayClientPerMessage + floorPerMessage + relayGatewayPerMessage)
+        let deliverClientPerMessage = batchDeliverClientCPU / messages * 1e6
+        let deliverGatewayPerMessage = batchDeliverGatewayCPU / messages * 1e6
+        print(
+            String(
+                format: "  batch --relay CPU per message: e2ee-send %.0f µs, relay %.0f µs, gateway %.0f µs; batch "
+                    + "--deliver: e2ee-send %.0f µs, gateway %.0f µs",
+                relayClientPerMessage,
+                relayPerMessage,
+                relayGatewayPerMessage,
+                deliverClientPerMessage,
+                deliverGatewayPerMessage
+            )
+        )
+        print(
+            String(
+                format: "  on 2 cores batch --relay is at most %.0f messages/s (%.2f× batch --deliver); with the relay "
+                    + "at its floor (%.0f µs per message) at most %.0f messages/s (%.2f×)",
+                boundRelay,
+                boundRelay / deliverRate,
+                floorPerMessage,
+                boundFloor,
+                boundFloor / deliverRate
             )
         )
         let duplicates = metrics.split(separator: "\n").first { $0.hasPrefix("relay_duplicate_deliveries_total") }
