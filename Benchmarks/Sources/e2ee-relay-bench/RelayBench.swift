@@ -82,29 +82,27 @@ struct Options {
     }
 }
 
-/// CPU seconds (user + system) of a running process, from /proc/PID/stat.
-func cpuSeconds(_ pid: Int32) -> Double {
-    guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+/// Two adjacent CPU-time fields of a /proc stat file, in seconds: `first` counted from the field after the command
+/// (0-based), so 11 is utime and stime, 13 cutime and cstime.
+private func statCPUSeconds(_ path: String, first: Int) -> Double {
+    guard let text = try? String(contentsOfFile: path, encoding: .utf8),
         let close = text.lastIndex(of: ")")
     else { return 0 }
     let fields = text[text.index(after: close)...].split(separator: " ")
-    // After the command: state is field 3, utime field 14, stime field 15 (1-based over the whole line).
-    let utime = Double(fields[11]) ?? 0
-    let stime = Double(fields[12]) ?? 0
-    return (utime + stime) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    let ticks = (Double(fields[first]) ?? 0) + (Double(fields[first + 1]) ?? 0)
+    return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+/// CPU seconds (user + system) of a running process, from /proc/PID/stat (utime, stime: fields 14 and 15, 1-based
+/// over the whole line).
+func cpuSeconds(_ pid: Int32) -> Double {
+    statCPUSeconds("/proc/\(pid)/stat", first: 11)
 }
 
 /// CPU seconds (user + system) of this process's children that have exited and been waited for, from
-/// /proc/self/stat (`cutime`, `cstime`): around one child run to completion, that child's CPU.
+/// /proc/self/stat (cutime, cstime: fields 16 and 17): around one child run to completion, that child's CPU.
 func waitedChildrenCPUSeconds() -> Double {
-    guard let text = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
-        let close = text.lastIndex(of: ")")
-    else { return 0 }
-    let fields = text[text.index(after: close)...].split(separator: " ")
-    // cutime is field 16 and cstime field 17 (1-based over the whole line).
-    let cutime = Double(fields[13]) ?? 0
-    let cstime = Double(fields[14]) ?? 0
-    return (cutime + cstime) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    statCPUSeconds("/proc/self/stat", first: 13)
 }
 
 /// One submit: a message's envelopes, one per device of the recipient.
