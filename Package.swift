@@ -25,8 +25,10 @@
 //                      how a client's failed connection is told apart (not connected, untrusted, no answer)
 //   APNsGateway        a local APNs-compatible HTTP/2 + TLS server (tests, demo)
 //   NotificationFilter the device side: decisions, call reporter, durable state (no HTTP/TLS stack)
+//   HTTP2Client        one HTTP/2 client connection over TLS, its streams and what became of each request: under
+//                      the APNs provider and RelayClient
 //   RelayClient        the relay's API as a client sees it (JSON bodies, errors, signed requests, delivery tokens)
-//                      and RelayClient over AsyncHTTPClient: what senders and devices link, without the server
+//                      and RelayClient over HTTP2Client: what senders and devices link, without the server
 //   Relay              the app's push server (e2ee-relay): device lists, delivery tokens, durable queue, APNs delivery
 //                      (re-exports RelayClient)
 //   e2ee-*             thin executables over those libraries
@@ -135,6 +137,7 @@ let package = Package(
                 "ConnectionGuard",
                 "PushTransport",
                 "RelayClient",
+                "HTTP2Client",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -233,15 +236,32 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "HTTP2Client",
+            dependencies: [
+                "ConnectionGuard",
+                "Locking",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "RelayClient",
             dependencies: [
                 "E2EECore",
-                "ConnectionGuard",
+                "HTTP2Client",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),
@@ -386,6 +406,7 @@ let package = Package(
                 "TestSupport",
                 "Sender",
                 "RelayClient",
+                "HTTP2Client",
                 "E2EECore",
                 "PushTransport",
                 "APNsGateway",
@@ -416,6 +437,8 @@ let package = Package(
                 "PushTransport",
                 "APNsGateway",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,9 +1,11 @@
-import AsyncHTTPClient
-import ConnectionGuard
 public import E2EECore
 import Foundation
+import HTTP2Client
+public import Logging
 import NIOCore
+import NIOHPACK
 import NIOHTTP1
+import NIOPosix
 import NIOSSL
 
 /// A client of the relay's API (docs/RELAY.md): what an app, or `e2ee-send --relay`, uses to publish its list,
@@ -26,43 +28,67 @@ public final class RelayClient: Sendable {
     }
 
     private let baseURL: String
-    private let http: HTTPClient
-    private let timeout: TimeAmount
+    private let pool: HTTP2ClientPool
+    private let timeout: Duration
+
+    /// The relay as the HTTP/2 transport names it. Its answers are JSON bodies and the metrics text: up to 1 MiB of
+    /// one is read; a larger one is refused as unexpected.
+    static let peer = HTTP2Peer(
+        name: "the relay",
+        logPrefix: "relay",
+        alpnHint: "check that the URL points at an e2ee-relay",
+        maximumResponseBody: 1 << 20
+    )
+
+    /// How often a request that provably never reached the relay (its connection closed or was sent GOAWAY first) is
+    /// sent again on a new connection, within its timeout, before the failure is reported.
+    static let maximumResends = 4
 
     /// - Parameters:
     ///   - baseURL: `https://host:port` of the relay.
     ///   - trustedCAPEMPath: A PEM CA file to trust instead of the system roots (a relay with a loopback CA).
-    ///   - timeout: The most one request may take.
+    ///   - timeout: The most one request may take, connecting (TCP, TLS, ALPN `h2`) included.
+    ///   - logger: Where the connection's opening and closing are logged (default: nowhere).
     /// - Throws: `configuration` for a bad URL or CA file.
-    public init(baseURL: String, trustedCAPEMPath: String? = nil, timeout: Duration = .seconds(10)) throws(RelayError) {
-        guard let url = URL(string: baseURL), url.scheme == "https", url.host != nil else {
+    public init(
+        baseURL: String,
+        trustedCAPEMPath: String? = nil,
+        timeout: Duration = .seconds(10),
+        logger: Logger = Logger(label: "e2ee.relay-client", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) throws(RelayError) {
+        guard let url = URL(string: baseURL), url.scheme == "https", url.host != nil, url.query == nil else {
             throw RelayError(.configuration, "the relay URL must look like https://host:port; got \(baseURL)")
         }
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = .tlsv12
+        tls.applicationProtocols = ["h2"]
         if let trustedCAPEMPath {
             guard let certificates = try? NIOSSLCertificate.fromPEMFile(trustedCAPEMPath), !certificates.isEmpty else {
                 throw RelayError(.configuration, "cannot load a PEM CA certificate from \(trustedCAPEMPath)")
             }
             tls.trustRoots = .certificates(certificates)
         }
-        let parts = timeout.components
-        let timeAmount = TimeAmount.nanoseconds(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)
-        var configuration = HTTPClient.Configuration(tlsConfiguration: tls, redirectConfiguration: .disallow)
-        configuration.httpVersion = .automatic
-        // Connecting (TCP + TLS) is part of a request: it gets the same bound, not AsyncHTTPClient's own 10 s.
-        configuration.timeout.connect = timeAmount
-        // A connection that cannot be made fails the request at once (refused: in milliseconds; an untrusted
-        // certificate: a configuration error) instead of being retried until the timeout; ``submit`` retries itself.
-        configuration.connectionPool.retryConnectionEstablishment = false
-        self.http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        let sslContext: NIOSSLContext
+        do {
+            sslContext = try NIOSSLContext(configuration: tls)
+        } catch {
+            throw RelayError(.configuration, "cannot set up TLS for the relay at \(baseURL)")
+        }
+        self.pool = HTTP2ClientPool(
+            target: HTTP2ClientPool.Target(baseURL: baseURL),
+            peer: Self.peer,
+            sslContext: sslContext,
+            group: MultiThreadedEventLoopGroup.singleton,
+            connectTimeout: Self.timeAmount(timeout),
+            logger: logger
+        )
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
-        self.timeout = timeAmount
+        self.timeout = timeout
     }
 
-    /// Closes the connections.
+    /// Closes the connection; requests still in flight end as failed.
     public func shutdown() async {
-        try? await self.http.shutdown()
+        await self.pool.shutdown()
     }
 
     // MARK: lists
@@ -256,6 +282,10 @@ public final class RelayClient: Sendable {
     }
 
     /// One request; a non-`expect` status becomes the relay's ``RelayError``.
+    ///
+    /// A request that provably never reached the relay (queued on a connection that closed, or above a GOAWAY's last
+    /// stream) is sent again on a new connection within the same timeout; anything that may have reached it is
+    /// reported as `outcome-unknown`, for the caller to retry with the same idempotency key.
     func exchange(
         _ method: HTTPMethod,
         _ path: String,
@@ -263,24 +293,91 @@ public final class RelayClient: Sendable {
         headers: [(String, String)] = [],
         expect: Int
     ) async throws(RelayError) -> (Int, [UInt8]) {
-        var request = HTTPClientRequest(url: self.baseURL + path)
-        request.method = method
-        request.headers.add(name: "Content-Type", value: "application/json")
-        for (name, value) in headers { request.headers.add(name: name, value: value) }
-        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-        let status: Int
-        let bytes: [UInt8]
-        let retryAfter: Int?
-        do {
-            let response = try await self.http.execute(request, timeout: self.timeout)
-            status = Int(response.status.code)
-            retryAfter = response.headers.first(name: "Retry-After").flatMap { Int($0) }
-            var buffer = try await response.body.collect(upTo: 1 << 20)
-            bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
-        } catch {
-            throw self.transportError(error)
+        let requestHeaders = self.requestHeaders(method, path, body: body, headers: headers)
+        let requestBody = body.map { ByteBuffer(bytes: $0) }
+        let deadline = NIODeadline.now() + Self.timeAmount(self.timeout)
+        var lastReason = "the connection closed before the request was sent"
+        for _ in 0..<Self.maximumResends {
+            let request = HTTP2PendingRequest(headers: requestHeaders, body: requestBody, deadline: deadline)
+            guard let outcome = await self.pool.send(request) else {
+                throw RelayError(.transport, "the relay client was shut down; make a new one")
+            }
+            switch outcome {
+            case .answered(let status, let answerHeaders, let buffer, let truncated):
+                guard !truncated else {
+                    throw RelayError(
+                        .unexpectedResponse,
+                        "the relay's answer is larger than \(Self.peer.maximumResponseBody) bytes"
+                    )
+                }
+                return try Self.answer(status, answerHeaders, Array(buffer: buffer), expect: expect)
+            case .notSent:
+                break
+            case .refused(let reason):
+                lastReason = reason
+            case .connectFailed(let reason):
+                throw RelayError(.transport, "the relay at \(self.baseURL) could not be reached: \(reason)")
+            case .untrustedCertificate(let reason):
+                throw RelayError(.untrustedCertificate, "the relay at \(self.baseURL) is not trusted: \(reason)")
+            case .failed(let reason):
+                throw RelayError(.outcomeUnknown, "no answer from the relay at \(self.baseURL): \(reason)")
+            case .timedOut:
+                throw RelayError(
+                    .outcomeUnknown,
+                    "no answer from the relay at \(self.baseURL): none came within \(self.timeout)"
+                )
+            case .cancelled:
+                throw RelayError(
+                    .outcomeUnknown,
+                    "no answer from the relay at \(self.baseURL): the request was cancelled"
+                )
+            }
+            if Task.isCancelled {
+                throw RelayError(
+                    .transport,
+                    "the request to the relay at \(self.baseURL) was cancelled before it was sent"
+                )
+            }
+            if NIODeadline.now() >= deadline {
+                throw RelayError(.transport, "the relay at \(self.baseURL) could not be reached in time: \(lastReason)")
+            }
         }
+        throw RelayError(
+            .transport,
+            "the relay at \(self.baseURL) could not be reached: its connections closed \(Self.maximumResends) times "
+                + "before the request was sent (\(lastReason))"
+        )
+    }
+
+    /// The request's HTTP/2 header block: pseudo-headers, the JSON content type, the caller's headers (lowercase, as
+    /// HTTP/2 requires), and the body's length.
+    private func requestHeaders(
+        _ method: HTTPMethod,
+        _ path: String,
+        body: [UInt8]?,
+        headers: [(String, String)]
+    ) -> HPACKHeaders {
+        var block = HPACKHeaders()
+        block.reserveCapacity(headers.count + 6)
+        block.add(name: ":method", value: method.rawValue)
+        block.add(name: ":scheme", value: "https")
+        block.add(name: ":path", value: self.pool.target.pathPrefix + path)
+        block.add(name: ":authority", value: self.pool.target.authority)
+        block.add(name: "content-type", value: "application/json")
+        for (name, value) in headers { block.add(name: name.lowercased(), value: value) }
+        if let body { block.add(name: "content-length", value: String(body.count)) }
+        return block
+    }
+
+    /// The answer's body when its status is `expect`; otherwise the relay's refusal as a ``RelayError``.
+    private static func answer(
+        _ status: Int,
+        _ headers: HPACKHeaders,
+        _ bytes: [UInt8],
+        expect: Int
+    ) throws(RelayError) -> (Int, [UInt8]) {
         guard status == expect else {
+            let retryAfter = headers.first(name: "retry-after").flatMap { Int($0) }
             if let answer = try? JSONDecoder().decode(RelayAPI.ErrorBody.self, from: Data(bytes)) {
                 throw RelayError(.received(answer.error, status: status), answer.message, retryAfterSeconds: retryAfter)
             }
@@ -289,28 +386,9 @@ public final class RelayClient: Sendable {
         return (status, bytes)
     }
 
-    /// What a failed exchange means for the caller, said without error type dumps.
-    private func transportError(_ error: any Error) -> RelayError {
-        let failure: TransportFailure =
-            switch error as? HTTPClientError {
-            case .connectTimeout?, .tlsHandshakeTimeout?: .notConnected("connecting timed out")
-            case .remoteConnectionClosed?: .noAnswer("the connection closed before the answer came")
-            case .readTimeout?, .deadlineExceeded?, .writeTimeout?: .noAnswer("no answer came in time")
-            case .cancelled?: .noAnswer("the request was cancelled")
-            case .some: .noAnswer("the request failed before an answer came")
-            case nil: TransportFailure.classify(error)
-            }
-        switch failure {
-        case .notConnected(let reason):
-            return RelayError(.transport, "the relay at \(self.baseURL) could not be reached: \(reason)")
-        case .untrustedCertificate(let reason):
-            return RelayError(
-                .untrustedCertificate,
-                "the relay at \(self.baseURL) is not trusted: \(reason)"
-            )
-        case .noAnswer(let reason):
-            return RelayError(.outcomeUnknown, "no answer from the relay at \(self.baseURL): \(reason)")
-        }
+    private static func timeAmount(_ duration: Duration) -> TimeAmount {
+        let parts = duration.components
+        return .nanoseconds(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws(RelayError) -> T {

@@ -1,4 +1,5 @@
 import Foundation
+import HTTP2Client
 import NIOCore
 import NIOHPACK
 
@@ -20,8 +21,15 @@ enum APNsExchangeOutcome: Sendable {
 }
 
 extension APNsClient {
-    /// The largest error body read; APNs bodies are a few dozen bytes.
-    static let maximumResponseBody = APNsConnectionHandler.maximumResponseBody
+    /// APNs as the HTTP/2 transport names it in messages and logs (`apns.*` metadata). Its answers are a few dozen
+    /// bytes: 16 KiB of one is kept. A GOAWAY's debug data is an error body like a stream's.
+    static let peer = HTTP2Peer(
+        name: "APNs",
+        logPrefix: "apns",
+        alpnHint: "check that the URL points at APNs or an APNs-compatible gateway",
+        maximumResponseBody: 16 * 1024,
+        goAwayReason: { APNsClient.decodeErrorBody(Array(buffer: $0)).reason.map { "\($0)" } }
+    )
     /// How often a push that never left the process is handed to a newer connection before it is reported.
     static let maximumResends = 4
 
@@ -35,10 +43,11 @@ extension APNsClient {
         let headers = self.requestHeaders(request, token: token)
         let body = ByteBuffer(string: request.body)
         for _ in 0..<Self.maximumResends {
-            guard let connection = self.pool.connection() else { return .local(.clientShutdown) }
-            let push = APNsPendingPush(headers: headers, body: body, deadline: deadline)
-            switch await Self.transmit(push, on: connection) {
-            case .answered(let status, let apnsID, let body):
+            let push = HTTP2PendingRequest(headers: headers, body: body, deadline: deadline)
+            guard let outcome = await self.pool.send(push) else { return .local(.clientShutdown) }
+            switch outcome {
+            case .answered(let status, let answerHeaders, let body, _):
+                let apnsID = answerHeaders.first(name: "apns-id")
                 let decoded: (reason: APNsReason?, timestamp: Int64?) =
                     body.readableBytes == 0 ? (nil, nil) : Self.decodeErrorBody(Array(buffer: body))
                 return .answered(
@@ -72,20 +81,6 @@ extension APNsClient {
         return .local(
             .connectionError("the connection to APNs closed \(Self.maximumResends) times before the push could be sent")
         )
-    }
-
-    /// Hands a push to a connection and waits for its outcome; cancelling the task resets its stream.
-    private static func transmit(_ push: APNsPendingPush, on connection: APNsConnection) async -> APNsStreamOutcome {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<APNsStreamOutcome, Never>) in
-                push.arm(continuation)
-                connection.submit(push)
-                // A cancel that arrived before the submit found nothing to cancel: repeat it now that the push is in.
-                if Task.isCancelled { connection.cancel(push) }
-            }
-        } onCancel: {
-            connection.cancel(push)
-        }
     }
 
     /// The request's HTTP/2 header block: pseudo-headers, the `apns-*` headers (sorted, lowercase), the provider

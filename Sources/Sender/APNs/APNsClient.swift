@@ -1,4 +1,5 @@
 import Foundation
+import HTTP2Client
 import Locking
 public import Logging
 import NIOCore
@@ -19,7 +20,7 @@ import NIOSSL
 public final class APNsClient: Sendable {
     /// The configuration the client was built with.
     public let configuration: APNsClientConfiguration
-    let pool: APNsConnectionPool
+    let pool: HTTP2ClientPool
     let tokens: APNsProviderTokenManager
     let window: InFlightWindow
     let logger: Logger
@@ -66,8 +67,9 @@ public final class APNsClient: Sendable {
         if let certificates = configuration.trustedCertificates {
             tls.trustRoots = .certificates(certificates)
         }
-        self.pool = APNsConnectionPool(
-            target: APNsConnectionPool.Target(baseURL: configuration.environment.baseURL),
+        self.pool = HTTP2ClientPool(
+            target: HTTP2ClientPool.Target(baseURL: configuration.environment.baseURL),
+            peer: Self.peer,
             // A client TLS context from a configuration without key files or custom callbacks does not fail.
             sslContext: try! NIOSSLContext(configuration: tls),
             group: MultiThreadedEventLoopGroup.singleton,

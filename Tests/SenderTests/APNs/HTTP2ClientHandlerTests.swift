@@ -8,12 +8,14 @@ import NIOTLS
 import Synchronization
 import Testing
 
+@testable import HTTP2Client
 @testable import Sender
 
-/// The HTTP/2 stream logic of the APNs transport, frame by frame, with no network: what goes out (and how many
-/// flushes), and what each server frame makes of the pushes in flight.
-@Suite("APNs connection handler: frames in, frames out")
-struct APNsConnectionHandlerTests {
+/// The HTTP/2 stream logic of the transport under the APNs client and the relay client, frame by frame, with no
+/// network: what goes out (and how many flushes), and what each server frame makes of the requests in flight. The
+/// handler speaks to APNs here (``APNsClient/peer``).
+@Suite("HTTP/2 client connection handler: frames in, frames out")
+struct HTTP2ClientHandlerTests {
     /// Counts flushes that reach the bottom of the pipeline.
     final class FlushCounter: ChannelOutboundHandler, Sendable {
         typealias OutboundIn = HTTP2Frame
@@ -29,18 +31,19 @@ struct APNsConnectionHandlerTests {
     /// A connection handler on a testing channel, with a server whose SETTINGS allow `limit` streams.
     struct Harness: Sendable {
         let channel: NIOAsyncTestingChannel
-        let connection: APNsConnection
+        let connection: HTTP2ClientConnection
         let counter: FlushCounter
 
         init(limit: Int) async throws {
             let channel = NIOAsyncTestingChannel()
-            let connection = APNsConnection(id: 1, eventLoop: channel.eventLoop)
+            let connection = HTTP2ClientConnection(id: 1, eventLoop: channel.eventLoop)
             let counter = FlushCounter()
             try await channel.testingEventLoop.executeInContext {
                 try channel.pipeline.syncOperations.addHandler(counter)
                 try channel.pipeline.syncOperations.addHandler(
-                    APNsConnectionHandler(
+                    HTTP2ClientHandler(
                         connection: connection,
+                        peer: APNsClient.peer,
                         connectTimeout: .seconds(60),
                         logger: Logger(label: "test"),
                         onEstablished: {}
@@ -56,17 +59,17 @@ struct APNsConnectionHandlerTests {
         }
 
         /// Submits a push and returns the task that gets its outcome; returns once the push is submitted.
-        func submit() async throws -> Task<APNsStreamOutcome, Never> {
+        func submit(body: ByteBuffer? = ByteBuffer(string: "{}")) async throws -> Task<HTTP2StreamOutcome, Never> {
             let submitted = Atomic<Bool>(false)
             let connection = self.connection
             let task = Task {
-                await withCheckedContinuation { (continuation: CheckedContinuation<APNsStreamOutcome, Never>) in
+                await withCheckedContinuation { (continuation: CheckedContinuation<HTTP2StreamOutcome, Never>) in
                     var headers = HPACKHeaders()
                     headers.add(name: ":method", value: "POST")
                     headers.add(name: ":path", value: "/3/device/abcd")
-                    let push = APNsPendingPush(
+                    let push = HTTP2PendingRequest(
                         headers: headers,
-                        body: ByteBuffer(string: "{}"),
+                        body: body,
                         deadline: .now() + .seconds(600)
                     )
                     push.arm(continuation)
@@ -94,7 +97,7 @@ struct APNsConnectionHandlerTests {
                 let frame = try await self.channel.waitForOutboundWrite(as: HTTP2Frame.self)
                 let kind: String
                 switch frame.payload {
-                case .headers: kind = "HEADERS"
+                case .headers(let headers): kind = headers.endStream ? "HEADERS+END" : "HEADERS"
                 case .data(let data): kind = data.endStream ? "DATA+END" : "DATA"
                 case .rstStream(let code): kind = "RST_STREAM(\(code))"
                 default: kind = "other"
@@ -120,9 +123,9 @@ struct APNsConnectionHandlerTests {
         }
     }
 
-    static func describe(_ outcome: APNsStreamOutcome) -> String {
+    static func describe(_ outcome: HTTP2StreamOutcome) -> String {
         switch outcome {
-        case .answered(let status, _, _): "answered \(status)"
+        case .answered(let status, _, _, _): "answered \(status)"
         case .timedOut: "timedOut"
         case .refused: "refused"
         case .notSent: "notSent"
@@ -133,10 +136,29 @@ struct APNsConnectionHandlerTests {
         }
     }
 
+    @Test("a request without a body is one HEADERS frame that ends the stream; the answer's headers reach the caller")
+    func bodilessRequest() async throws {
+        let harness = try await Harness(limit: 10)
+        let task = try await harness.submit(body: nil)
+        try await harness.establish()
+        let frames = try await harness.frames(1)
+        #expect(frames.map(\.0) == [1])
+        #expect(frames.map(\.1) == ["HEADERS+END"])
+        try await harness.answer(1, status: 204)
+        guard case .answered(let status, let headers, let body, let truncated) = await task.value else {
+            Issue.record("the request was not answered")
+            return
+        }
+        #expect(status == 204)
+        #expect(headers.first(name: "apns-id") == "id-1")
+        #expect(body.readableBytes == 0)
+        #expect(!truncated)
+    }
+
     @Test("pushes queued before the handshake leave together: one flush, no more streams than the server allows")
     func batchedWithinLimit() async throws {
         let harness = try await Harness(limit: 3)
-        var tasks: [Task<APNsStreamOutcome, Never>] = []
+        var tasks: [Task<HTTP2StreamOutcome, Never>] = []
         for _ in 0..<5 { tasks.append(try await harness.submit()) }
         #expect(try await harness.nothingWritten(), "nothing is sent before TLS has negotiated h2")
         let flushesBefore = harness.counter.flushes

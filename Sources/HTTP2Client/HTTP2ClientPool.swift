@@ -1,31 +1,31 @@
 import Foundation
 import Locking
-import Logging
-import NIOCore
+package import Logging
+package import NIOCore
 import NIOHTTP2
 import NIOPosix
-import NIOSSL
+package import NIOSSL
 import Synchronization
 
-/// Keeps the client's one HTTP/2 connection to APNs: opens it on first use, and opens a new one when the current one
+/// Keeps a client's one HTTP/2 connection to its server: opens it on first use, and opens a new one when the current one
 /// has received GOAWAY, closed, or spent its stream IDs.
 ///
-/// Pushes may be submitted to a connection that is still connecting: they wait in its inbox and are sent when TLS
+/// Requests may be submitted to a connection that is still connecting: they wait in its inbox and are sent when TLS
 /// (ALPN `h2`) is up. A connection that cannot be established answers them with
-/// ``APNsStreamOutcome/connectFailed(_:)``.
-final class APNsConnectionPool: Sendable {
+/// ``HTTP2StreamOutcome/connectFailed(_:)``.
+package final class HTTP2ClientPool: Sendable {
     /// Where to connect and what to put in `:authority` and `:path`.
-    struct Target: Sendable {
-        var host: String
-        var port: Int
+    package struct Target: Sendable {
+        package var host: String
+        package var port: Int
         /// The TLS server name (SNI and certificate check); `nil` for an IP address, checked against the address.
-        var serverHostname: String?
-        var authority: String
-        /// The base URL's path ("" or "/prefix"), placed before `/3/device/<token>`.
-        var pathPrefix: String
+        package var serverHostname: String?
+        package var authority: String
+        /// The base URL's path ("" or "/prefix"), placed before the request's own path.
+        package var pathPrefix: String
 
-        init(baseURL: String) {
-            // APNsClientConfiguration has checked the URL (https, a host, no query).
+        /// - Parameter baseURL: An `https` URL with a host and no query, checked by the caller.
+        package init(baseURL: String) {
             let url = URL(string: baseURL)
             var host = url?.host ?? "localhost"
             if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
@@ -41,14 +41,15 @@ final class APNsConnectionPool: Sendable {
     }
 
     private struct State {
-        var current: APNsConnection?
+        var current: HTTP2ClientConnection?
         /// Every channel from its creation (before its connect completes) until it closes.
         var channels: [ObjectIdentifier: any Channel] = [:]
         var nextID = 1
         var isShutDown = false
     }
 
-    let target: Target
+    package let target: Target
+    private let peer: HTTP2Peer
     private let sslContext: NIOSSLContext
     private let group: any EventLoopGroup
     private let connectTimeout: TimeAmount
@@ -56,14 +57,16 @@ final class APNsConnectionPool: Sendable {
     private let state = PThreadMutex(State())
     private let established = Atomic<Int>(0)
 
-    init(
+    package init(
         target: Target,
+        peer: HTTP2Peer,
         sslContext: NIOSSLContext,
         group: any EventLoopGroup,
         connectTimeout: TimeAmount,
         logger: Logger
     ) {
         self.target = target
+        self.peer = peer
         self.sslContext = sslContext
         self.group = group
         self.connectTimeout = connectTimeout
@@ -71,14 +74,14 @@ final class APNsConnectionPool: Sendable {
     }
 
     /// How many connections completed their TLS handshake with ALPN `h2`.
-    var connectionsEstablished: Int { self.established.load(ordering: .relaxed) }
+    package var connectionsEstablished: Int { self.established.load(ordering: .relaxed) }
 
     /// The connection to send on, opening one if there is none in use; `nil` once the pool is shut down.
-    func connection() -> APNsConnection? {
-        let (connection, isNew): (APNsConnection?, Bool) = self.state.withLock { state in
+    package func connection() -> HTTP2ClientConnection? {
+        let (connection, isNew): (HTTP2ClientConnection?, Bool) = self.state.withLock { state in
             if state.isShutDown { return (nil, false) }
             if let current = state.current, current.isUsable { return (current, false) }
-            let connection = APNsConnection(id: state.nextID, eventLoop: self.group.next())
+            let connection = HTTP2ClientConnection(id: state.nextID, eventLoop: self.group.next())
             state.nextID += 1
             state.current = connection
             return (connection, true)
@@ -87,9 +90,9 @@ final class APNsConnectionPool: Sendable {
         return connection
     }
 
-    /// Closes every connection, including ones still connecting or in their TLS handshake; pushes in flight end as
+    /// Closes every connection, including ones still connecting or in their TLS handshake; requests in flight end as
     /// failed, queued ones as not sent (or connect-failed, for a connection that never came up).
-    func shutdown() async {
+    package func shutdown() async {
         let channels: [any Channel] = self.state.withLock { state in
             state.isShutDown = true
             state.current?.retire()
@@ -117,16 +120,20 @@ final class APNsConnectionPool: Sendable {
         return registered
     }
 
-    private func connect(_ connection: APNsConnection) {
+    private func connect(_ connection: HTTP2ClientConnection) {
         let target = self.target
         let sslContext = self.sslContext
         let logger = self.logger
+        let peer = self.peer
         let connectTimeout = self.connectTimeout
         let established = { @Sendable [self] in
             self.established.add(1, ordering: .relaxed)
             logger.info(
-                "connected to APNs over HTTP/2",
-                metadata: ["apns.connection": "\(connection.id)", "apns.host": "\(target.host):\(target.port)"]
+                "connected to \(peer.name) over HTTP/2",
+                metadata: [
+                    "\(peer.logPrefix).connection": "\(connection.id)",
+                    "\(peer.logPrefix).host": "\(target.host):\(target.port)",
+                ]
             )
         }
         ClientBootstrap(group: connection.eventLoop)
@@ -142,13 +149,14 @@ final class APNsConnectionPool: Sendable {
                     try sync.addHandler(
                         NIOHTTP2Handler(
                             mode: .client,
-                            connectionConfiguration: .init(),
+                            connectionConfiguration: Self.connectionConfiguration(peer),
                             streamConfiguration: .init()
                         )
                     )
                     try sync.addHandler(
-                        APNsConnectionHandler(
+                        HTTP2ClientHandler(
                             connection: connection,
+                            peer: peer,
                             connectTimeout: connectTimeout,
                             logger: logger,
                             onEstablished: established
@@ -163,7 +171,7 @@ final class APNsConnectionPool: Sendable {
                     let isShutDown = self.state.withLock { $0.isShutDown }
                     guard isShutDown else { return }
                     // shutdown() closes this channel too; closing it here, inside the connect promise's callback,
-                    // happens before it is active, so NIO fires no channelInactive: end the queued pushes explicitly.
+                    // happens before it is active, so NIO fires no channelInactive: end the queued requests explicitly.
                     channel.close(promise: nil)
                     connection.connectFailed("the client was shut down while connecting")
                 case .failure(let error):
@@ -171,12 +179,42 @@ final class APNsConnectionPool: Sendable {
                     let reason =
                         isShutDown
                         ? "the client was shut down while connecting"
-                        : "cannot connect to \(target.host):\(target.port): \(APNsConnectionHandler.describe(error))"
+                        : "cannot connect to \(target.host):\(target.port): \(HTTP2ClientHandler.describe(error))"
                     if !isShutDown {
-                        logger.warning("APNs connection failed", metadata: ["apns.connection": "\(connection.id)"])
+                        logger.warning(
+                            "HTTP/2 connection to \(peer.name) failed",
+                            metadata: ["\(peer.logPrefix).connection": "\(connection.id)"]
+                        )
                     }
                     connection.connectFailed(reason)
                 }
             }
+    }
+
+    /// This client's SETTINGS: NIO's defaults, with each stream's receive window large enough for a whole answer.
+    private static func connectionConfiguration(_ peer: HTTP2Peer) -> NIOHTTP2Handler.ConnectionConfiguration {
+        var configuration = NIOHTTP2Handler.ConnectionConfiguration()
+        let window = HTTP2ClientHandler.initialStreamWindow(for: peer)
+        // HTTP/2's default is 65,535: announced only when larger, so APNs sees the same SETTINGS as before.
+        guard window > 65_535 else { return configuration }
+        configuration.initialSettings.removeAll { $0.parameter == .initialWindowSize }
+        configuration.initialSettings.append(HTTP2Setting(parameter: .initialWindowSize, value: window))
+        return configuration
+    }
+
+    /// Sends one request on the current connection (opening one if needed) and waits for its outcome; cancelling the
+    /// task resets its stream. `nil` once the pool is shut down.
+    package func send(_ request: HTTP2PendingRequest) async -> HTTP2StreamOutcome? {
+        guard let connection = self.connection() else { return nil }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<HTTP2StreamOutcome, Never>) in
+                request.arm(continuation)
+                connection.submit(request)
+                // A cancel that arrived before the submit found nothing to cancel: repeat it now that it is in.
+                if Task.isCancelled { connection.cancel(request) }
+            }
+        } onCancel: {
+            connection.cancel(request)
+        }
     }
 }

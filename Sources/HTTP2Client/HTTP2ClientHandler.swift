@@ -2,39 +2,44 @@ import ConnectionGuard
 import Foundation
 import Logging
 import NIOCore
+import NIOHPACK
 import NIOHTTP2
 import NIOSSL
 import NIOTLS
 
-/// The client's end of one HTTP/2 connection to APNs, on the connection's event loop, directly above
+/// The client's end of one HTTP/2 connection, on the connection's event loop, directly above
 /// `NIOHTTP2Handler` (no per-stream child channels).
 ///
-/// Pushes wait in a FIFO queue until the server's `SETTINGS_MAX_CONCURRENT_STREAMS` leaves room; each then gets the
+/// Requests wait in a FIFO queue until the server's `SETTINGS_MAX_CONCURRENT_STREAMS` leaves room; each then gets the
 /// next odd stream ID, a HEADERS and a DATA frame. Frames written in one event-loop task (a drained inbox, or the
-/// streams freed by one read) go out with one flush. Answers are matched to pushes by stream ID.
+/// streams freed by one read) go out with one flush. Answers are matched to requests by stream ID.
 ///
-/// Failure handling, by what APNs can have seen:
-/// - never sent (queued when the connection went away): ``APNsStreamOutcome/notSent``, sent on the next connection;
-/// - `RST_STREAM(REFUSED_STREAM)`, or above a GOAWAY's last stream ID: ``APNsStreamOutcome/refused(_:)``;
-/// - sent and then lost (reset, connection closed): ``APNsStreamOutcome/failed(_:)``;
-/// - no answer by the push's deadline: the stream is reset, ``APNsStreamOutcome/timedOut``.
-final class APNsConnectionHandler: ChannelInboundHandler {
+/// Failure handling, by what the server can have seen:
+/// - never sent (queued when the connection went away): ``HTTP2StreamOutcome/notSent``, sent on the next connection;
+/// - `RST_STREAM(REFUSED_STREAM)`, or above a GOAWAY's last stream ID: ``HTTP2StreamOutcome/refused(_:)``;
+/// - sent and then lost (reset, connection closed): ``HTTP2StreamOutcome/failed(_:)``;
+/// - no answer by the request's deadline: the stream is reset, ``HTTP2StreamOutcome/timedOut``.
+final class HTTP2ClientHandler: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
-    /// The largest response body kept; APNs' bodies are a few dozen bytes.
-    static let maximumResponseBody = 16 * 1024
     /// The connection-level receive window kept open for answers (HTTP/2's initial 65,535 bytes).
     static let connectionWindow = 65_535
+    /// The receive window of each stream, announced in this client's SETTINGS: a whole answer of
+    /// ``HTTP2Peer/maximumResponseBody`` fits, so no stream waits for a WINDOW_UPDATE this handler does not send.
+    static func initialStreamWindow(for peer: HTTP2Peer) -> Int {
+        max(65_535, min(peer.maximumResponseBody + 16 * 1024, (1 << 31) - 1))
+    }
 
-    private let connection: APNsConnection
+    private let connection: HTTP2ClientConnection
+    private let peer: HTTP2Peer
     private let connectTimeout: TimeAmount
     private let logger: Logger
     private let onEstablished: @Sendable () -> Void
 
     private var context: ChannelHandlerContext?
-    private var pending = CircularBuffer<APNsPendingPush>(initialCapacity: 64)
-    private var active: [HTTP2StreamID: APNsPendingPush] = [:]
+    private var pending = CircularBuffer<HTTP2PendingRequest>(initialCapacity: 64)
+    private var active: [HTTP2StreamID: HTTP2PendingRequest] = [:]
     private var nextStreamID: Int32 = 1
     /// The server's limit; one stream until its SETTINGS say otherwise (APNs starts at one with token auth).
     private var peerMaxStreams = 1
@@ -53,47 +58,49 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private var handshakeTimer: Scheduled<Void>?
 
     init(
-        connection: APNsConnection,
+        connection: HTTP2ClientConnection,
+        peer: HTTP2Peer,
         connectTimeout: TimeAmount,
         logger: Logger,
         onEstablished: @escaping @Sendable () -> Void
     ) {
         self.connection = connection
+        self.peer = peer
         self.connectTimeout = connectTimeout
         self.logger = logger
         self.onEstablished = onEstablished
     }
 
-    // MARK: Requests from the client (scheduled on the event loop by APNsConnection)
+    // MARK: Requests from the client (scheduled on the event loop by HTTP2ClientConnection)
 
-    /// Moves queued pushes onto streams, as far as the server's stream limit allows, and flushes once.
+    /// Moves queued requests onto streams, as far as the server's stream limit allows, and flushes once.
     func drainInbox() {
-        let pushes = self.connection.takeInbox()
+        let requests = self.connection.takeInbox()
         if self.goAwayLastStreamID != nil {
-            // This connection opens no more streams: the pushes go on the next one.
-            for push in pushes { push.finish(.notSent) }
+            // This connection opens no more streams: the requests go on the next one.
+            for request in requests { request.finish(.notSent) }
             return
         }
-        for push in pushes where push.isOpen {
-            self.pending.append(push)
+        for request in requests where request.isOpen {
+            self.pending.append(request)
         }
         self.openStreams()
         self.armStreamTimer()
     }
 
-    /// Cancels one push: drops it from the inbox or the queue, or resets its stream. Acts only on pushes that went
+    /// Cancels one request: drops it from the inbox or the queue, or resets its stream. Acts only on requests that went
     /// through the inbox (whose continuation was published by its lock); anything else is already finished or not
     /// submitted yet.
-    func cancel(_ push: APNsPendingPush) {
-        if let streamID = push.streamID {
+    func cancel(_ request: HTTP2PendingRequest) {
+        if let streamID = request.streamID {
             guard self.active.removeValue(forKey: streamID) != nil else { return }
             self.write(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel)))
-        } else if let index = self.pending.firstIndex(where: { $0 === push }) {
+        } else if let index = self.pending.firstIndex(where: { $0 === request }) {
             self.pending.remove(at: index)
-        } else if !self.connection.removeFromInbox(push) {
+        } else if !self.connection.removeFromInbox(request) {
             return
         }
-        push.finish(.cancelled)
+        request.finish(.cancelled)
         self.openStreams()
         self.flushIfNeeded()
     }
@@ -135,7 +142,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         let timeout = self.connectTimeout
         self.handshakeTimer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
             guard !self.established else { return }
-            self.fail("the TLS and HTTP/2 handshake with APNs did not complete within \(timeout)")
+            self.fail("the TLS and HTTP/2 handshake with \(self.peer.name) did not complete within \(timeout)")
         }
         context.fireChannelActive()
     }
@@ -167,7 +174,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         guard negotiated == "h2" else {
             self.fail(
                 "the server negotiated \(negotiated.map { "'\($0)'" } ?? "no protocol") instead of HTTP/2 "
-                    + "(ALPN h2); check that the URL points at APNs or an APNs-compatible gateway"
+                    + "(ALPN h2); \(self.peer.alpnHint)"
             )
             return
         }
@@ -185,34 +192,42 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             self.rootFrame(frame.payload)
             return
         }
-        guard let push = self.active[frame.streamID] else { return }
+        guard let request = self.active[frame.streamID] else { return }
         switch frame.payload {
         case .headers(let headers):
-            if push.status.map({ (100..<200).contains($0) }) ?? true,
+            if request.status.map({ (100..<200).contains($0) }) ?? true,
                 let status = headers.headers.first(name: ":status").flatMap({ Int($0) })
             {
-                push.status = status
-                push.apnsID = headers.headers.first(name: "apns-id")
+                request.status = status
+                request.responseHeaders = headers.headers
             }
-            if headers.endStream { self.complete(frame.streamID, push) }
+            if headers.endStream { self.complete(frame.streamID, request) }
         case .data(let data):
             if case .byteBuffer(var bytes) = data.data, bytes.readableBytes > 0 {
-                let room = Self.maximumResponseBody - (push.responseBody?.readableBytes ?? 0)
-                if room > 0, var slice = bytes.readSlice(length: min(room, bytes.readableBytes)) {
-                    if push.responseBody == nil {
-                        push.responseBody = slice
+                let room = self.peer.maximumResponseBody - (request.responseBody?.readableBytes ?? 0)
+                if bytes.readableBytes > room {
+                    // Too large to keep: the answer ends here, and the rest is refused with a reset instead of
+                    // waiting on a stream window it would outgrow.
+                    request.bodyTruncated = true
+                    self.complete(frame.streamID, request)
+                    self.write(HTTP2Frame(streamID: frame.streamID, payload: .rstStream(.cancel)))
+                    return
+                }
+                if var slice = bytes.readSlice(length: bytes.readableBytes) {
+                    if request.responseBody == nil {
+                        request.responseBody = slice
                     } else {
-                        push.responseBody!.writeBuffer(&slice)
+                        request.responseBody!.writeBuffer(&slice)
                     }
                 }
             }
-            if data.endStream { self.complete(frame.streamID, push) }
+            if data.endStream { self.complete(frame.streamID, request) }
         case .rstStream(let code):
             self.active.removeValue(forKey: frame.streamID)
-            push.finish(
+            request.finish(
                 code == .refusedStream
-                    ? .refused("APNs refused the stream (REFUSED_STREAM)")
-                    : .failed("APNs reset the stream (\(code))")
+                    ? .refused("\(self.peer.name) refused the stream (REFUSED_STREAM)")
+                    : .failed("\(self.peer.name) reset the stream (\(code))")
             )
         default:
             break
@@ -231,8 +246,8 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let streamError = error as? NIOHTTP2Errors.StreamError {
-            if let push = self.active.removeValue(forKey: streamError.streamID) {
-                push.finish(.failed("HTTP/2 stream error: \(Self.describe(streamError.baseError))"))
+            if let request = self.active.removeValue(forKey: streamError.streamID) {
+                request.finish(.failed("HTTP/2 stream error: \(Self.describe(streamError.baseError))"))
             }
             return
         }
@@ -263,30 +278,37 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private func goAway(lastStreamID: HTTP2StreamID, errorCode: HTTP2ErrorCode, debugData: ByteBuffer?) {
         self.goAwayLastStreamID = min(lastStreamID, self.goAwayLastStreamID ?? lastStreamID)
         self.connection.retire()
-        let reason = debugData.flatMap { APNsClient.decodeErrorBody(Array(buffer: $0)).reason }
+        let reason = debugData.flatMap(self.peer.goAwayReason)
         self.logger.notice(
-            "APNs sent GOAWAY; later pushes go on a new connection",
+            "\(self.peer.name) sent GOAWAY; later requests go on a new connection",
             metadata: [
-                "apns.connection": "\(self.connection.id)", "apns.goaway.code": "\(errorCode)",
-                "apns.goaway.reason": "\(reason.map { "\($0)" } ?? "-")",
-                "apns.goaway.lastStreamID": "\(lastStreamID)",
+                "\(self.peer.logPrefix).connection": "\(self.connection.id)",
+                "\(self.peer.logPrefix).goaway.code": "\(errorCode)",
+                "\(self.peer.logPrefix).goaway.reason": "\(reason ?? "-")",
+                "\(self.peer.logPrefix).goaway.lastStreamID": "\(lastStreamID)",
             ]
         )
-        for (streamID, push) in self.active where streamID > lastStreamID {
+        for (streamID, request) in self.active where streamID > lastStreamID {
             self.active.removeValue(forKey: streamID)
-            push.finish(.refused("APNs sent GOAWAY\(reason.map { " (\($0))" } ?? "") before processing the stream"))
+            request.finish(
+                .refused("\(self.peer.name) sent GOAWAY\(reason.map { " (\($0))" } ?? "") before processing the stream")
+            )
         }
-        while let push = self.pending.popFirst() { push.finish(.notSent) }
+        while let request = self.pending.popFirst() { request.finish(.notSent) }
     }
 
     private func streamClosed(_ streamID: HTTP2StreamID, reason: HTTP2ErrorCode?) {
-        if let push = self.active.removeValue(forKey: streamID) {
+        if let request = self.active.removeValue(forKey: streamID) {
             if reason == .refusedStream {
-                push.finish(.refused("APNs refused the stream (REFUSED_STREAM)"))
+                request.finish(.refused("\(self.peer.name) refused the stream (REFUSED_STREAM)"))
             } else if let last = self.goAwayLastStreamID, streamID > last {
-                push.finish(.refused("APNs sent GOAWAY before processing the stream"))
+                request.finish(.refused("\(self.peer.name) sent GOAWAY before processing the stream"))
             } else {
-                push.finish(.failed("the stream closed before APNs answered (\(reason.map { "\($0)" } ?? "no error"))"))
+                request.finish(
+                    .failed(
+                        "the stream closed before \(self.peer.name) answered (\(reason.map { "\($0)" } ?? "no error"))"
+                    )
+                )
             }
         }
         if !self.inRead {
@@ -295,27 +317,34 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    private func complete(_ streamID: HTTP2StreamID, _ push: APNsPendingPush) {
+    private func complete(_ streamID: HTTP2StreamID, _ request: HTTP2PendingRequest) {
         self.active.removeValue(forKey: streamID)
-        guard let status = push.status else {
-            push.finish(.failed("APNs ended the stream without a status"))
+        guard let status = request.status else {
+            request.finish(.failed("\(self.peer.name) ended the stream without a status"))
             return
         }
-        push.finish(.answered(status: status, apnsID: push.apnsID, body: push.responseBody ?? ByteBuffer()))
+        request.finish(
+            .answered(
+                status: status,
+                headers: request.responseHeaders ?? HPACKHeaders(),
+                body: request.responseBody ?? ByteBuffer(),
+                bodyTruncated: request.bodyTruncated
+            )
+        )
     }
 
-    /// Opens streams for queued pushes while the server's limit allows. Writes without flushing.
+    /// Opens streams for queued requests while the server's limit allows. Writes without flushing.
     private func openStreams() {
         guard self.established, self.goAwayLastStreamID == nil, !self.tornDown, !self.opening else { return }
         self.opening = true
         defer { self.opening = false }
-        while self.active.count < self.peerMaxStreams, let push = self.pending.first {
-            guard push.isOpen else {
+        while self.active.count < self.peerMaxStreams, let request = self.pending.first {
+            guard request.isOpen else {
                 self.pending.removeFirst()
                 continue
             }
             guard self.nextStreamID < Int32.max - 2 else {
-                // Stream IDs are spent (2^30 pushes): finish the open streams here, send the rest on a new connection.
+                // Stream IDs are spent (2^30 requests): finish the open streams here, send the rest on a new connection.
                 self.connection.retire()
                 self.goAwayLastStreamID = HTTP2StreamID(Int(self.nextStreamID))
                 while let queued = self.pending.popFirst() { queued.finish(.notSent) }
@@ -324,12 +353,18 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             self.pending.removeFirst()
             let streamID = HTTP2StreamID(Int(self.nextStreamID))
             self.nextStreamID += 2
-            push.streamID = streamID
-            self.active[streamID] = push
-            self.write(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: push.headers))))
-            self.write(
-                HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(push.body), endStream: true)))
-            )
+            request.streamID = streamID
+            self.active[streamID] = request
+            if let body = request.body {
+                self.write(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: request.headers))))
+                self.write(
+                    HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(body), endStream: true)))
+                )
+            } else {
+                self.write(
+                    HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: request.headers, endStream: true)))
+                )
+            }
         }
         if !self.inRead { self.flushIfNeeded() }
     }
@@ -348,12 +383,14 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
     // MARK: Deadlines
 
-    /// Keeps one timer at the earliest deadline of the pushes this connection holds.
+    /// Keeps one timer at the earliest deadline of the requests this connection holds.
     private func armStreamTimer() {
         guard self.streamTimer == nil, !self.tornDown, let context = self.context else { return }
         var earliest: NIODeadline?
-        for push in self.pending where push.isOpen { earliest = min(earliest ?? push.deadline, push.deadline) }
-        for push in self.active.values { earliest = min(earliest ?? push.deadline, push.deadline) }
+        for request in self.pending where request.isOpen {
+            earliest = min(earliest ?? request.deadline, request.deadline)
+        }
+        for request in self.active.values { earliest = min(earliest ?? request.deadline, request.deadline) }
         guard let earliest else { return }
         self.streamTimer = context.eventLoop.assumeIsolated().scheduleTask(deadline: earliest) {
             self.streamTimer = nil
@@ -363,20 +400,20 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
     private func expire(now: NIODeadline) {
         if self.pending.contains(where: { $0.deadline <= now }) {
-            var kept = CircularBuffer<APNsPendingPush>(initialCapacity: self.pending.count)
-            while let push = self.pending.popFirst() {
-                if push.deadline <= now {
-                    push.finish(.timedOut)
+            var kept = CircularBuffer<HTTP2PendingRequest>(initialCapacity: self.pending.count)
+            while let request = self.pending.popFirst() {
+                if request.deadline <= now {
+                    request.finish(.timedOut)
                 } else {
-                    kept.append(push)
+                    kept.append(request)
                 }
             }
             self.pending = kept
         }
-        for (streamID, push) in self.active where push.deadline <= now {
+        for (streamID, request) in self.active where request.deadline <= now {
             self.active.removeValue(forKey: streamID)
             self.write(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel)))
-            push.finish(.timedOut)
+            request.finish(.timedOut)
         }
         self.openStreams()
         self.flushIfNeeded()
@@ -392,26 +429,29 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         self.streamTimer = nil
         self.handshakeTimer?.cancel()
         self.handshakeTimer = nil
-        // A handler that never owned the inbox holds no pushes; the connect failure reaches the inbox instead.
+        // A handler that never owned the inbox holds no requests; the connect failure reaches the inbox instead.
         guard self.attached else { return }
         let reason = self.closeReason ?? "the connection closed"
-        let unsent: APNsStreamOutcome =
+        let unsent: HTTP2StreamOutcome =
             self.established ? .notSent : self.untrusted ? .untrustedCertificate(reason) : .connectFailed(reason)
-        for push in self.connection.closeInbox(with: unsent) { push.finish(unsent) }
-        while let push = self.pending.popFirst() { push.finish(unsent) }
+        for request in self.connection.closeInbox(with: unsent) { request.finish(unsent) }
+        while let request = self.pending.popFirst() { request.finish(unsent) }
         let active = self.active
         self.active = [:]
-        for (streamID, push) in active {
+        for (streamID, request) in active {
             if let last = self.goAwayLastStreamID, streamID > last {
-                push.finish(.refused("APNs sent GOAWAY before processing the stream"))
+                request.finish(.refused("\(self.peer.name) sent GOAWAY before processing the stream"))
             } else {
-                push.finish(.failed("the connection closed before APNs answered: \(reason)"))
+                request.finish(.failed("the connection closed before \(self.peer.name) answered: \(reason)"))
             }
         }
         if self.established {
             self.logger.info(
-                "APNs connection closed",
-                metadata: ["apns.connection": "\(self.connection.id)", "apns.close.reason": "\(reason)"]
+                "HTTP/2 connection to \(self.peer.name) closed",
+                metadata: [
+                    "\(self.peer.logPrefix).connection": "\(self.connection.id)",
+                    "\(self.peer.logPrefix).close.reason": "\(reason)",
+                ]
             )
         }
     }
@@ -424,4 +464,4 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 }
 
 @available(*, unavailable)
-extension APNsConnectionHandler: Sendable {}
+extension HTTP2ClientHandler: Sendable {}
