@@ -79,10 +79,29 @@ package enum Identifiers {
     /// Path segments arrive percent-encoded.
     package static func decodePathSegment(_ segment: String) -> String { segment.removingPercentEncoding ?? segment }
 
-    /// Encodes a path segment (user ids may hold any UTF-8).
+    /// Encodes a path segment (user ids may hold any UTF-8): every byte but RFC 3986's unreserved characters becomes
+    /// `%XX` (uppercase hex). Built by hand, once per request: Foundation's `addingPercentEncoding` with a fresh
+    /// `CharacterSet` cost a sender 15 µs per submit.
     package static func encodePathSegment(_ value: String) -> String {
-        let allowed = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-        return value.addingPercentEncoding(withAllowedCharacters: allowed) ?? value
+        let utf8 = value.utf8
+        guard !utf8.allSatisfy(Self.isUnreserved) else { return value }
+        let hex = Array("0123456789ABCDEF".utf8)
+        var encoded: [UInt8] = []
+        encoded.reserveCapacity(utf8.count * 3)
+        for byte in utf8 {
+            if Self.isUnreserved(byte) {
+                encoded.append(byte)
+            } else {
+                encoded += [0x25, hex[Int(byte >> 4)], hex[Int(byte & 0x0f)]]
+            }
+        }
+        return String(decoding: encoded, as: UTF8.self)
+    }
+
+    /// A-Z a-z 0-9 - . _ ~
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x30 && byte <= 0x39)
+            || byte == 0x2d || byte == 0x2e || byte == 0x5f || byte == 0x7e
     }
 }
 
@@ -93,6 +112,47 @@ package enum RelayJSON {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Every value encoded here is made of strings, numbers and booleans.
         return Array(try! encoder.encode(value))
+    }
+
+    /// A submit's body, byte for byte what ``encode(_:)`` makes of it, written directly: a sender encodes one per
+    /// message, and `JSONEncoder` cost 25 µs of it.
+    package static func encode(_ request: RelayAPI.SubmitRequest) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(
+            32 + request.pushes.reduce(0) { $0 + $1.deviceID.utf8.count + $1.envelope.utf8.count + 32 }
+        )
+        bytes += Array(#"{"pushes":["#.utf8)
+        for (index, push) in request.pushes.enumerated() {
+            if index > 0 { bytes.append(0x2c) }
+            bytes += Array(#"{"device_id":"#.utf8)
+            Self.appendString(push.deviceID, to: &bytes)
+            bytes += Array(#","envelope":"#.utf8)
+            Self.appendString(push.envelope, to: &bytes)
+            bytes.append(0x7d)
+        }
+        bytes += Array("]}".utf8)
+        return bytes
+    }
+
+    /// A JSON string as `JSONEncoder` writes it without escaping slashes: `"` and `\` escaped, control characters as
+    /// `\b \f \n \r \t` or `\u00xx`, everything else (UTF-8 included) as it is.
+    private static func appendString(_ value: String, to bytes: inout [UInt8]) {
+        let hex = Array("0123456789abcdef".utf8)
+        bytes.append(0x22)
+        for byte in value.utf8 {
+            switch byte {
+            case 0x22: bytes += [0x5c, 0x22]
+            case 0x5c: bytes += [0x5c, 0x5c]
+            case 0x08: bytes += [0x5c, 0x62]
+            case 0x0c: bytes += [0x5c, 0x66]
+            case 0x0a: bytes += [0x5c, 0x6e]
+            case 0x0d: bytes += [0x5c, 0x72]
+            case 0x09: bytes += [0x5c, 0x74]
+            case 0x00..<0x20: bytes += [0x5c, 0x75, 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0x0f)]]
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(0x22)
     }
 }
 

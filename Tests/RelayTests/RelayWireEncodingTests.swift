@@ -1,0 +1,48 @@
+import Foundation
+import RelayClient
+import Testing
+
+/// The two encodings a sender does by hand for every submit, against what Foundation makes of the same values.
+@Suite("RelayClient's hand-written encodings: a path segment and a submit's body")
+struct RelayWireEncodingTests {
+    static let hostile: [String] = [
+        "bob", "device-1.a_b~c", "", "with space", "a/b", "50%", "é", "😀", "\"quoted\"", "back\\slash",
+        "line\nbreak", "\u{7f}", "\u{2028}", "?#[]@!$&'()*+,;=",
+        String((0..<32).map { Character(Unicode.Scalar($0)!) }),
+    ]
+
+    @Test("a path segment is percent-encoded exactly as addingPercentEncoding with RFC 3986's unreserved set does")
+    func pathSegment() {
+        let unreserved = CharacterSet(
+            charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+        )
+        for value in Self.hostile {
+            #expect(
+                Identifiers.encodePathSegment(value) == value.addingPercentEncoding(withAllowedCharacters: unreserved)
+            )
+        }
+        #expect(Identifiers.encodePathSegment("é/ x") == "%C3%A9%2F%20x")
+        #expect(Identifiers.encodePathSegment("device-1.a_b~c") == "device-1.a_b~c")
+    }
+
+    @Test("a submit's body is byte for byte JSONEncoder's, sorted keys and slashes as they are")
+    func submitBody() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        for value in Self.hostile {
+            let request = RelayAPI.SubmitRequest(
+                pushes: [
+                    .init(deviceID: value, envelope: "AAEC/+8="),
+                    .init(deviceID: "phone", envelope: value),
+                ]
+            )
+            #expect(RelayJSON.encode(request) == Array(try encoder.encode(request)), "\(Array(value.utf8))")
+        }
+        #expect(RelayJSON.encode(RelayAPI.SubmitRequest(pushes: [])) == Array(#"{"pushes":[]}"#.utf8))
+        let one = RelayAPI.SubmitRequest(pushes: [.init(deviceID: "a\"b", envelope: "AA/B")])
+        #expect(
+            String(decoding: RelayJSON.encode(one), as: UTF8.self)
+                == #"{"pushes":[{"device_id":"a\"b","envelope":"AA/B"}]}"#
+        )
+    }
+}
