@@ -27,6 +27,11 @@ struct RelayClientTransportTests {
         var body: [UInt8]
     }
 
+    /// Each request's bound. Nothing here is about time: the bound only has to outlast a loaded machine (the whole
+    /// suite in parallel on 2 cores starves this process's server for seconds), so that a stalled stream fails the
+    /// test instead of hanging it.
+    static let timeout = Duration.seconds(60)
+
     /// 300,000 bytes: more than a stream's and the connection's initial 65,535-byte windows several times over.
     static let bigAnswer = String(repeating: "0123456789abcdefghijklmnopqrstuvwxyz\n", count: 8_109).prefix(300_000)
 
@@ -104,7 +109,11 @@ struct RelayClientTransportTests {
     @Test("an answer several times HTTP/2's default windows arrives whole, twice on one client, under the URL's path")
     func largeAnswer() async throws {
         try await Self.withServer(http2: true) { port, ca in
-            let client = try RelayClient(baseURL: "https://127.0.0.1:\(port)/big", trustedCAPEMPath: ca)
+            let client = try RelayClient(
+                baseURL: "https://127.0.0.1:\(port)/big",
+                trustedCAPEMPath: ca,
+                timeout: Self.timeout
+            )
             let first = try await client.metricsText()
             let second = try await client.metricsText()
             await client.shutdown()
@@ -119,7 +128,11 @@ struct RelayClientTransportTests {
     )
     func oversizedAnswer() async throws {
         try await Self.withServer(http2: true) { port, ca in
-            let client = try RelayClient(baseURL: "https://127.0.0.1:\(port)/huge", trustedCAPEMPath: ca)
+            let client = try RelayClient(
+                baseURL: "https://127.0.0.1:\(port)/huge",
+                trustedCAPEMPath: ca,
+                timeout: Self.timeout
+            )
             let error = await #expect(throws: RelayError.self) { try await client.metricsText() }
             await client.shutdown()
             #expect(error?.code == .unexpectedResponse)
@@ -131,7 +144,11 @@ struct RelayClientTransportTests {
     func refusalWithRetryAfter() async throws {
         let seen = PThreadMutex<[SeenSubmit]>([])
         try await Self.withServer(http2: true, seen: seen) { port, ca in
-            let client = try RelayClient(baseURL: "https://127.0.0.1:\(port)", trustedCAPEMPath: ca)
+            let client = try RelayClient(
+                baseURL: "https://127.0.0.1:\(port)",
+                trustedCAPEMPath: ca,
+                timeout: Self.timeout
+            )
             let body = Array(#"{"pushes":[]}"#.utf8)
             let error = await #expect(throws: RelayError.self) {
                 try await client.submit(
@@ -165,7 +182,11 @@ struct RelayClientTransportTests {
     func noHTTP2() async throws {
         let seen = PThreadMutex<[SeenSubmit]>([])
         try await Self.withServer(http2: false, seen: seen) { port, ca in
-            let client = try RelayClient(baseURL: "https://127.0.0.1:\(port)", trustedCAPEMPath: ca)
+            let client = try RelayClient(
+                baseURL: "https://127.0.0.1:\(port)",
+                trustedCAPEMPath: ca,
+                timeout: Self.timeout
+            )
             let error = await #expect(throws: RelayError.self) {
                 try await client.submit(userID: "bob", body: [], authorization: nil, idempotencyKey: "key-2")
             }
