@@ -126,7 +126,7 @@ struct DeviceListScanTests {
     }
 
     @Test("one-byte changes, deletions and duplications of written lists: the scan equals JSONDecoder or gives up")
-    func mutations() {
+    func mutations() async {
         var taken = 0
         var total = 0
         let written = Self.written()
@@ -148,6 +148,9 @@ struct DeviceListScanTests {
                     if DeviceList.scanned(variant) != nil { taken += 1 }
                     Self.expectSame(variant, "\(name) at \(index)")
                 }
+                // Tens of seconds of CPU in debug builds: give the test process's other tasks their turn on the 2
+                // threads of the cooperative pool, or every async test running beside this one waits for it.
+                await Task.yield()
             }
         }
         // Both sides are exercised: whitespace and hex digits of the signatures keep a list readable (the scan takes
