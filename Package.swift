@@ -407,6 +407,7 @@ let package = Package(
                 "Sender",
                 "RelayClient",
                 "HTTP2Client",
+                "LoopbackPKI",
                 "E2EECore",
                 "PushTransport",
                 "APNsGateway",

@@ -33,10 +33,11 @@ struct RelayReadinessTests {
     static func health(_ url: String, _ ca: String, _ path: String) async throws -> (Int, [String: String]) {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.trustRoots = .file(ca)
-        let http = HTTPClient(
-            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-            configuration: HTTPClient.Configuration(tlsConfiguration: tls)
-        )
+        var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
+        // The request's own 60 s bound covers connecting too: AsyncHTTPClient's 10 s default failed this test while
+        // the whole suite loaded the machine.
+        configuration.timeout.connect = .seconds(60)
+        let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         let answer: (Int, [String: String])
         do {
             let response = try await http.execute(HTTPClientRequest(url: url + path), timeout: .seconds(60))
