@@ -79,7 +79,7 @@ public final class RelayClient: Sendable {
             peer: Self.peer,
             sslContext: sslContext,
             group: MultiThreadedEventLoopGroup.singleton,
-            connectTimeout: Self.timeAmount(timeout),
+            connectTimeout: TimeAmount(timeout),
             logger: logger
         )
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
@@ -295,7 +295,7 @@ public final class RelayClient: Sendable {
     ) async throws(RelayError) -> (Int, [UInt8]) {
         let requestHeaders = self.requestHeaders(method, path, body: body, headers: headers)
         let requestBody = body.map { ByteBuffer(bytes: $0) }
-        let deadline = NIODeadline.now() + Self.timeAmount(self.timeout)
+        let deadline = NIODeadline.now() + TimeAmount(self.timeout)
         var lastReason = "the connection closed before the request was sent"
         for _ in 0..<Self.maximumResends {
             let request = HTTP2PendingRequest(headers: requestHeaders, body: requestBody, deadline: deadline)
@@ -384,11 +384,6 @@ public final class RelayClient: Sendable {
             throw RelayError(.unexpectedResponse, "the relay answered \(status) without a reason code")
         }
         return (status, bytes)
-    }
-
-    private static func timeAmount(_ duration: Duration) -> TimeAmount {
-        let parts = duration.components
-        return .nanoseconds(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws(RelayError) -> T {

@@ -39,7 +39,7 @@ extension APNsClient {
     /// within the same deadline, without counting as an attempt: APNs never saw it.
     func exchange(_ request: APNsRequest, token: APNsProviderToken) async -> APNsExchangeOutcome {
         let timeout = self.configuration.streamTimeout
-        let deadline = NIODeadline.now() + Self.timeAmount(timeout)
+        let deadline = NIODeadline.now() + TimeAmount(timeout)
         let headers = self.requestHeaders(request, token: token)
         let body = ByteBuffer(string: request.body)
         for _ in 0..<Self.maximumResends {

@@ -73,7 +73,7 @@ public final class APNsClient: Sendable {
             // A client TLS context from a configuration without key files or custom callbacks does not fail.
             sslContext: try! NIOSSLContext(configuration: tls),
             group: MultiThreadedEventLoopGroup.singleton,
-            connectTimeout: Self.timeAmount(configuration.connectTimeout),
+            connectTimeout: TimeAmount(configuration.connectTimeout),
             logger: logger
         )
     }
@@ -153,10 +153,5 @@ public final class APNsClient: Sendable {
 
     func markTokenConfirmed() {
         self.state.withLock { $0.tokenConfirmed = true }
-    }
-
-    static func timeAmount(_ duration: Duration) -> TimeAmount {
-        let parts = duration.components
-        return .nanoseconds(parts.seconds * 1_000_000_000 + parts.attoseconds / 1_000_000_000)
     }
 }
