@@ -70,7 +70,14 @@ public struct RelayApp: Service {
     }
 
     /// Runs the relay until SIGTERM or SIGINT, then drains (as the Hummingbird template's `runService`).
+    ///
+    /// This is the process's own run, so it also sets the process's allocator policy (``AllocatorTuning``).
     public func runService() async throws {
+        let allocator = AllocatorTuning.apply(environment: ProcessInfo.processInfo.environment)
+        self.logger.debug(
+            "allocator trim threshold",
+            metadata: ["decision": "\(allocator)", "bytes": "\(AllocatorTuning.trimThreshold)"]
+        )
         let group = ServiceGroup(
             configuration: .init(
                 services: [self],
