@@ -45,4 +45,46 @@ struct RelayWireEncodingTests {
                 == #"{"pushes":[{"device_id":"a\"b","envelope":"AA/B"}]}"#
         )
     }
+
+    @Test("a random UUID is version 4 text as Foundation writes it, every random digit varies, none repeats")
+    func uuidText() {
+        let values = (0..<2000).map { _ in RandomID.uuidText() }
+        #expect(Set(values).count == values.count)
+        var seen = [Set<UInt8>](repeating: [], count: 36)
+        for value in values {
+            let bytes = Array(value.utf8)
+            #expect(bytes.count == 36)
+            #expect(UUID(uuidString: value)?.uuidString.lowercased() == value)
+            for (index, byte) in bytes.enumerated() {
+                if [8, 13, 18, 23].contains(index) {
+                    #expect(byte == UInt8(ascii: "-"))
+                } else {
+                    #expect(Array("0123456789abcdef".utf8).contains(byte), "\(value)")
+                }
+                seen[index].insert(byte)
+            }
+            #expect(bytes[14] == UInt8(ascii: "4"))
+            #expect(Array("89ab".utf8).contains(bytes[19]))
+        }
+        // Every position but the dashes and the version takes many values: no digit is left unwritten.
+        for index in 0..<36 where ![8, 13, 14, 18, 23].contains(index) {
+            #expect(seen[index].count >= (index == 19 ? 4 : 12), "position \(index)")
+        }
+    }
+
+    @Test("a random request id is 16 lowercase hex digits, every one of them varies")
+    func requestIDText() {
+        let values = (0..<2000).map { _ in RandomID.hex8() }
+        #expect(Set(values).count == values.count)
+        var seen = [Set<UInt8>](repeating: [], count: 16)
+        for value in values {
+            let bytes = Array(value.utf8)
+            #expect(bytes.count == 16)
+            for (index, byte) in bytes.enumerated() {
+                #expect(Array("0123456789abcdef".utf8).contains(byte))
+                seen[index].insert(byte)
+            }
+        }
+        for index in 0..<16 { #expect(seen[index].count >= 12, "position \(index)") }
+    }
 }

@@ -319,7 +319,7 @@ public final class RelayService: Sendable {
 
     /// A new request id: 16 hex digits, random.
     public static func newRequestID() -> String {
-        Hex.encode((0..<8).map { _ in UInt8.random(in: 0...255) })
+        RandomID.hex8()
     }
 
     private func checkedSubmit(
@@ -416,7 +416,7 @@ public final class RelayService: Sendable {
                 userID: userID,
                 idempotencyKey: idempotencyKey,
                 requestDigest: Array(digest.finalize()),
-                pushes: zip(request.pushes, envelopes).map { ($0.0.deviceID, UUID().uuidString.lowercased(), $0.1) }
+                pushes: zip(request.pushes, envelopes).map { ($0.0.deviceID, RandomID.uuidText(), $0.1) }
             ),
             nowMs: now
         )
