@@ -246,6 +246,7 @@ public final class RelayClient: Sendable {
                     headers: headers,
                     expect: 202
                 )
+                if let response = RelayJSON.decodeSubmitResponse(answer) { return response }
                 return try Self.decode(RelayAPI.SubmitResponse.self, answer)
             } catch {
                 guard error.code == .transport || error.code == .outcomeUnknown else { throw error }

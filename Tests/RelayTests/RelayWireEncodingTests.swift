@@ -87,4 +87,77 @@ struct RelayWireEncodingTests {
         }
         for index in 0..<16 { #expect(seen[index].count >= 12, "position \(index)") }
     }
+
+    static func responses() -> [RelayAPI.SubmitResponse] {
+        var responses: [RelayAPI.SubmitResponse] = [
+            .init(pushes: [], duplicate: false),
+            .init(pushes: [], duplicate: true),
+            .init(
+                pushes: [
+                    .init(deviceID: "phone", pushID: "0b6f5c1e-5d33-4e43-9b1a-2f0d3c4e5f60"),
+                    .init(deviceID: "laptop", pushID: "1c7a6d2f-6e44-4f54-8c2b-3a1e4d5f6071"),
+                ],
+                duplicate: false
+            ),
+        ]
+        for value in Self.hostile {
+            responses.append(.init(pushes: [.init(deviceID: value, pushID: "p")], duplicate: true))
+            responses.append(.init(pushes: [.init(deviceID: "d", pushID: value)], duplicate: false))
+        }
+        return responses
+    }
+
+    @Test("a submit's answer is byte for byte JSONEncoder's, and reads back as it was written")
+    func submitAnswer() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        for response in Self.responses() {
+            let bytes = RelayJSON.encode(response)
+            #expect(bytes == Array(try encoder.encode(response)), "\(response)")
+            // The one-pass reader takes what it can read exactly and leaves the rest to JSONDecoder, which must
+            // then give the same value.
+            let plain = response.pushes.allSatisfy { push in
+                (Array(push.deviceID.utf8) + Array(push.pushID.utf8)).allSatisfy {
+                    $0 >= 0x20 && $0 != 0x22 && $0 != 0x5c
+                }
+            }
+            let fast = RelayJSON.decodeSubmitResponse(bytes)
+            #expect(fast == (plain ? response : nil), "\(response)")
+            #expect(try JSONDecoder().decode(RelayAPI.SubmitResponse.self, from: Data(bytes)) == response)
+        }
+        #expect(
+            String(decoding: RelayJSON.encode(Self.responses()[2]), as: UTF8.self)
+                == #"{"duplicate":false,"pushes":[{"device_id":"phone","push_id":"0b6f5c1e-5d33-4e43-9b1a-2f0d3c4e5f60"},"#
+                + #"{"device_id":"laptop","push_id":"1c7a6d2f-6e44-4f54-8c2b-3a1e4d5f6071"}]}"#
+        )
+    }
+
+    @Test(
+        "the one-pass reader refuses every other layout, every cut and invalid UTF-8; JSONDecoder reads the valid ones"
+    )
+    func submitAnswerOtherLayouts() throws {
+        let expected = RelayAPI.SubmitResponse(pushes: [.init(deviceID: "a", pushID: "b")], duplicate: true)
+        let valid = [
+            #"{ "duplicate":true,"pushes":[{"device_id":"a","push_id":"b"}]}"#,
+            #"{"pushes":[{"device_id":"a","push_id":"b"}],"duplicate":true}"#,
+            #"{"duplicate":true,"pushes":[{"push_id":"b","device_id":"a"}]}"#,
+            #"{"duplicate":true,"pushes":[{"device_id":"a","push_id":"b","extra":1}]}"#,
+            #"{"duplicate":true,"pushes":[{"device_id":"\u0061","push_id":"b"}]}"#,
+            "{\"duplicate\":true,\"pushes\":[{\"device_id\":\"a\",\"push_id\":\"b\"}]}\n",
+        ]
+        for text in valid {
+            #expect(RelayJSON.decodeSubmitResponse(Array(text.utf8)) == nil, "\(text)")
+            #expect(try JSONDecoder().decode(RelayAPI.SubmitResponse.self, from: Data(text.utf8)) == expected)
+        }
+        let written = RelayJSON.encode(expected)
+        #expect(RelayJSON.decodeSubmitResponse(written) == expected)
+        for length in 0..<written.count {
+            #expect(RelayJSON.decodeSubmitResponse(Array(written[..<length])) == nil, "cut at \(length)")
+        }
+        var invalid = written
+        invalid[invalid.firstIndex(of: UInt8(ascii: "a"))!] = 0xff
+        #expect(RelayJSON.decodeSubmitResponse(invalid) == nil)
+        #expect(RelayJSON.decodeSubmitResponse(Array(#"{"duplicate":TRUE,"pushes":[]}"#.utf8)) == nil)
+        #expect(RelayJSON.decodeSubmitResponse(Array(#"{"duplicate":false,"pushes":[]}"#.utf8))?.pushes == [])
+    }
 }

@@ -64,7 +64,7 @@ public enum RelayRouter: Sendable {
                     body: body,
                     requestID: requestID
                 )
-                response = Self.json(.accepted, submitted)
+                response = Self.raw(.accepted, RelayJSON.encode(submitted))
             } catch {
                 response = error.response
             }
