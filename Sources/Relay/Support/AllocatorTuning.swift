@@ -6,9 +6,9 @@ import Glibc
 ///
 /// glibc trims a thread's heap once 128 KiB at its top are free: it gives the pages back (`madvise`), and the next
 /// allocations fault them in again, zeroed. Below saturation the relay's threads go idle between requests, so its
-/// heaps were trimmed and refilled again and again: at 400 pushes/s, page faults and `madvise` were a third of the
-/// relay's CPU (docs/BENCHMARKS.md). A threshold of 1 MiB per heap ends it; the cost is at most that much memory
-/// kept free per heap.
+/// heaps were trimmed and refilled again and again: at 400 pushes/s, keeping the pages lowered the relay's CPU per
+/// push by a quarter (docs/BENCHMARKS.md). A threshold of 1 MiB per heap ends it; the cost is at most that much
+/// memory kept free per heap.
 enum AllocatorTuning {
     /// Free bytes a heap keeps at its top before glibc trims it.
     static let trimThreshold: Int32 = 1 << 20
