@@ -19,7 +19,8 @@ enum AllocatorTuning {
         case applied
         /// `GLIBC_TUNABLES` names a trim threshold: the operator's value stands.
         case leftToEnvironment
-        /// Not glibc, or its `mallopt` refused the value: the allocator's own policy stands.
+        /// Not glibc's allocator (another C library, or a sanitizer's runtime, which replaces `malloc`), or its
+        /// `mallopt` refused the value: the allocator's own policy stands.
         case unavailable
     }
 
@@ -30,12 +31,24 @@ enum AllocatorTuning {
         return environment["GLIBC_TUNABLES"]?.contains("glibc.malloc.trim_threshold") ?? false
     }
 
+    /// Whether a sanitizer's runtime, not glibc, serves `malloc` in this process (every sanitizer allocator exports
+    /// `__sanitizer_get_allocated_size`).
+    static var replacedAllocator: Bool {
+        #if canImport(Glibc)
+        return dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__sanitizer_get_allocated_size") != nil
+        #else
+        return false
+        #endif
+    }
+
     /// Sets the threshold for this process unless the environment sets one.
     static func apply(environment: [String: String]) -> Decision {
         if environmentSetsThreshold(environment) { return .leftToEnvironment }
         #if canImport(Glibc)
         // `mallopt` is declared in <malloc.h>, which Swift's Glibc module does not include; it is looked up instead.
         // M_TRIM_THRESHOLD is -1 there.
+        // A sanitizer's runtime (ASan, TSan) serves `malloc` itself; glibc's threshold would not apply to it.
+        if replacedAllocator { return .unavailable }
         typealias MallOpt = @convention(c) (Int32, Int32) -> Int32
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return .unavailable }
         let mallopt = unsafeBitCast(symbol, to: MallOpt.self)
