@@ -45,10 +45,10 @@ enum AllocatorTuning {
     static func apply(environment: [String: String]) -> Decision {
         if environmentSetsThreshold(environment) { return .leftToEnvironment }
         #if canImport(Glibc)
-        // `mallopt` is declared in <malloc.h>, which Swift's Glibc module does not include; it is looked up instead.
-        // M_TRIM_THRESHOLD is -1 there.
         // A sanitizer's runtime (ASan, TSan) serves `malloc` itself; glibc's threshold would not apply to it.
         if replacedAllocator { return .unavailable }
+        // `mallopt` is declared in <malloc.h>, which Swift's Glibc module does not include; it is looked up instead.
+        // M_TRIM_THRESHOLD is -1 there.
         typealias MallOpt = @convention(c) (Int32, Int32) -> Int32
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") else { return .unavailable }
         let mallopt = unsafeBitCast(symbol, to: MallOpt.self)
