@@ -97,7 +97,7 @@ struct RelayConfigurationTests {
         var flags = Self.required
         flags["database"] = .string("postgres://relay:s3cret@db.example:5432/relay")
         let options = try ServeOptions.resolve(flags: flags, environment: [:], configFile: nil)
-        let line = RelayServe.startLine(options, environments: ["development", "production"])
+        let line = RelayServe.startLine(options)
         #expect(!line.contains("s3cret"))
         #expect(
             line.contains("store PostgreSQL postgres://relay:***@db.example:5432/relay (5 s per operation)"),

@@ -71,7 +71,7 @@ struct RelayStoreKindTests {
             let kind = CountedKind()
             let kinds: [any RelayStoreKind] = [kind] + RelayStoreKinds.all
             #expect(
-                RelayServe.startLine(options, environments: ["production"], storeKinds: kinds)
+                RelayServe.startLine(options, storeKinds: kinds)
                     .contains("store Counted \(folder.file("counted.sqlite"));")
             )
             let relay = try await buildApplication(options, logger: Logger(label: "relay"), storeKinds: kinds)

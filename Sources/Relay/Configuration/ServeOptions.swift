@@ -21,15 +21,6 @@ public struct ServeOptions: Sendable {
     public var tlsCert: String?
     public var tlsKey: String?
     public var selfSignedTLSDir: String?
-    public var apnsKeyFile: String?
-    public var apnsKeyID = ""
-    public var apnsTeamID = ""
-    public var apnsEnvironments = ["production", "development"]
-    public var apnsTopics: [String] = []
-    public var apnsURL: String?
-    public var apnsCA: String?
-    public var apnsConnectTimeout = 10
-    public var apnsStreamTimeout = 10
     public var workers = 4
     public var leaseSeconds = 60
     public var recipientRate = 120.0
@@ -39,6 +30,10 @@ public struct ServeOptions: Sendable {
     public var connections = ConnectionLimits()
     public var metricsHost: String?
     public var metricsPort: Int?
+    /// The values of the push services' own options (``RelayPushServiceKind/options``), by option name, as given
+    /// (a default is the service's to apply). Each service reads its own through an extension of this type
+    /// (APNs: ``apnsKeyID``, ``apnsTopics``…).
+    public var serviceValues: [String: ConfigContent] = [:]
     /// Where each set value came from (`--port`, `E2EE_RELAY_PORT`, `relay.json`), for the start-up line.
     public var sources: [String: String] = [:]
 
@@ -48,23 +43,24 @@ public struct ServeOptions: Sendable {
         public let name: String
         public let kind: Kind
 
+        public init(name: String, kind: Kind) {
+            self.name = name
+            self.kind = kind
+        }
+
         /// The environment variable that sets it.
         public var environmentVariable: String {
             "E2EE_RELAY_" + self.name.uppercased().replacingOccurrences(of: "-", with: "_")
         }
     }
 
-    /// Every option, in `--help` order.
-    public static let options: [Option] = [
+    /// The relay's own options; each push service adds its own (``RelayPushServiceKind/options``).
+    public static let commonOptions: [Option] = [
         .init(name: "database", kind: .string), .init(name: "database-timeout", kind: .double),
         .init(name: "host", kind: .string), .init(name: "port", kind: .int),
         .init(name: "port-file", kind: .string), .init(name: "tls-cert", kind: .string),
         .init(name: "tls-key", kind: .string), .init(name: "self-signed-tls-dir", kind: .string),
-        .init(name: "apns-key-file", kind: .string), .init(name: "apns-key-id", kind: .string),
-        .init(name: "apns-team-id", kind: .string), .init(name: "apns-environment", kind: .strings),
-        .init(name: "apns-topic", kind: .strings), .init(name: "apns-url", kind: .string),
-        .init(name: "apns-ca", kind: .string), .init(name: "apns-connect-timeout", kind: .int),
-        .init(name: "apns-stream-timeout", kind: .int), .init(name: "workers", kind: .int),
+        .init(name: "workers", kind: .int),
         .init(name: "lease-seconds", kind: .int), .init(name: "recipient-rate", kind: .double),
         .init(name: "token-rate", kind: .double), .init(name: "log-level", kind: .string),
         .init(name: "log-format", kind: .string), .init(name: "max-connections", kind: .int),
@@ -81,13 +77,16 @@ public struct ServeOptions: Sendable {
     ///   - flags: The values given as flags, by option name (already typed by the argument parser).
     ///   - environment: The process environment (only `E2EE_RELAY_*` is read).
     ///   - configFile: `--config`, else `E2EE_RELAY_CONFIG`: a JSON object of option names.
+    ///   - pushServices: The services whose options are read and checked too.
     /// - Throws: `configuration` (`e2ee-relay serve` exits 64) saying which value is wrong, where it came from and
     ///   what to do.
     public static func resolve(
         flags: [String: ConfigContent],
         environment: [String: String],
-        configFile: String?
+        configFile: String?,
+        pushServices: [any RelayPushServiceKind] = RelayPushServiceKinds.all
     ) throws(RelayError) -> ServeOptions {
+        let known = RelayPushServiceKinds.options(pushServices)
         var flagValues: [AbsoluteConfigKey: ConfigValue] = [:]
         for (name, content) in flags { flagValues[AbsoluteConfigKey([name])] = ConfigValue(content, isSecret: false) }
         let file = configFile ?? environment["E2EE_RELAY_CONFIG"]
@@ -96,7 +95,9 @@ public struct ServeOptions: Sendable {
             EnvironmentVariablesProvider(environmentVariables: environment.filter { $0.key.hasPrefix("E2EE_RELAY_") })
                 .prefixKeys(with: "e2ee-relay"),
         ]
-        if let file { providers.append(InMemoryProvider(name: "file", values: try Self.fileValues(file))) }
+        if let file {
+            providers.append(InMemoryProvider(name: "file", values: try Self.fileValues(file, options: known)))
+        }
         let reporter = Report()
         let config = ConfigReader(providers: providers, accessReporter: reporter)
 
@@ -117,15 +118,17 @@ public struct ServeOptions: Sendable {
         options.tlsCert = optional("tls-cert")
         options.tlsKey = optional("tls-key")
         options.selfSignedTLSDir = optional("self-signed-tls-dir")
-        options.apnsKeyFile = optional("apns-key-file")
-        string("apns-key-id", &options.apnsKeyID)
-        string("apns-team-id", &options.apnsTeamID)
-        if let v = config.stringArray(forKey: "apns-environment") { options.apnsEnvironments = v }
-        if let v = config.stringArray(forKey: "apns-topic") { options.apnsTopics = v }
-        options.apnsURL = optional("apns-url")
-        options.apnsCA = optional("apns-ca")
-        int("apns-connect-timeout", &options.apnsConnectTimeout)
-        int("apns-stream-timeout", &options.apnsStreamTimeout)
+        for option in pushServices.flatMap(\.options) {
+            let key = ConfigKey(option.name)
+            let value: ConfigContent? =
+                switch option.kind {
+                case .string: config.string(forKey: key).map { .string($0) }
+                case .int: config.int(forKey: key).map { .int($0) }
+                case .double: config.double(forKey: key).map { .double($0) }
+                case .strings: config.stringArray(forKey: key).map { .stringArray($0) }
+                }
+            options.serviceValues[option.name] = value
+        }
         int("workers", &options.workers)
         int("lease-seconds", &options.leaseSeconds)
         double("recipient-rate", &options.recipientRate)
@@ -150,50 +153,38 @@ public struct ServeOptions: Sendable {
         options.metricsHost = optional("metrics-host")
         options.metricsPort = config.int(forKey: "metrics-port")
 
-        let (problems, sources) = reporter.take(file: file)
+        let (problems, sources) = reporter.take(file: file, options: known)
         if let problem = problems.first { throw RelayError(.configuration, problem) }
         options.sources = sources
-        try options.check()
+        try options.check(pushServices: pushServices)
         return options
     }
 
-    /// The checks across options (and of ranges), naming the option.
-    func check() throws(RelayError) {
+    /// The checks across options (and of ranges), naming the option; each of `pushServices` checks its own.
+    func check(pushServices: [any RelayPushServiceKind] = RelayPushServiceKinds.all) throws(RelayError) {
         func refuse(_ message: String) throws(RelayError) { throw RelayError(.configuration, message) }
         let files = self.tlsCert != nil || self.tlsKey != nil
         if files == (self.selfSignedTLSDir != nil) {
             try refuse("give either --tls-cert and --tls-key, or --self-signed-tls-dir")
         }
         if files, self.tlsCert == nil || self.tlsKey == nil { try refuse("--tls-cert and --tls-key go together") }
-        if self.apnsKeyID.isEmpty { try refuse("give --apns-key-id (the .p8 key's id), or E2EE_RELAY_APNS_KEY_ID") }
-        if self.apnsTeamID.isEmpty { try refuse("give --apns-team-id (the team id), or E2EE_RELAY_APNS_TEAM_ID") }
-        if self.apnsTopics.isEmpty {
-            try refuse("give --apns-topic (the app's bundle id, repeatable): the relay delivers for these topics only")
-        }
-        for topic in self.apnsTopics
-        where topic.isEmpty || topic.utf8.count > 255 || topic.contains(where: \.isWhitespace) {
-            try refuse("--apns-topic \"\(topic)\" is not a bundle id (e.g. com.example.app)")
-        }
-        for environment in self.apnsEnvironments where !["production", "development"].contains(environment) {
-            try refuse("--apns-environment is production or development, not \"\(environment)\"")
-        }
+        for service in pushServices { try service.check(self) }
         if !(0...65535).contains(self.port) { try refuse("--port must be 0...65535") }
         if self.workers < 1 { try refuse("--workers must be at least 1") }
         if !(self.databaseTimeout > 0 && self.databaseTimeout <= 600) {
             try refuse("--database-timeout is seconds, more than 0 and at most 600 (default 5)")
         }
-        if self.apnsConnectTimeout < 1 { try refuse("--apns-connect-timeout must be at least 1") }
-        if self.apnsStreamTimeout < 1 { try refuse("--apns-stream-timeout must be at least 1") }
-        // A lease must outlast a push in flight (the APNs client gives up on a stream after --apns-stream-timeout),
-        // or a slow answer lets another worker send the same push again.
-        if self.leaseSeconds < self.apnsStreamTimeout + 5 {
-            try refuse(
-                "--lease-seconds must be at least \(self.apnsStreamTimeout + 5) (5 s longer than the "
-                    + "\(self.apnsStreamTimeout) s APNs stream timeout)"
-            )
+        // A lease must outlast a push in flight, or a slow answer lets another worker send the same push again.
+        for service in pushServices {
+            let attempt = service.attemptTimeout(self)
+            if self.leaseSeconds < attempt.seconds + 5 {
+                try refuse(
+                    "--lease-seconds must be at least \(attempt.seconds + 5) (5 s longer than the "
+                        + "\(attempt.seconds) s \(attempt.name))"
+                )
+            }
         }
         if !(self.recipientRate > 0 && self.tokenRate > 0) { try refuse("rates must be positive") }
-        if self.apnsCA != nil, self.apnsURL == nil { try refuse("--apns-ca needs --apns-url") }
         if !["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(self.logLevel) {
             try refuse(
                 "--log-level is trace, debug, info, notice, warning, error or critical, not \"\(self.logLevel)\""
@@ -208,7 +199,10 @@ public struct ServeOptions: Sendable {
     }
 
     /// The file's values: a JSON object of known option names, each of its option's type.
-    static func fileValues(_ path: String) throws(RelayError) -> [AbsoluteConfigKey: ConfigValue] {
+    static func fileValues(
+        _ path: String,
+        options: [Option] = RelayPushServiceKinds.options()
+    ) throws(RelayError) -> [AbsoluteConfigKey: ConfigValue] {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw RelayError(.configuration, "cannot read the configuration file \(path): check the path")
         }
@@ -217,7 +211,7 @@ public struct ServeOptions: Sendable {
         }
         var values: [AbsoluteConfigKey: ConfigValue] = [:]
         for (key, value) in object {
-            guard let option = Self.options.first(where: { $0.name == key }) else {
+            guard let option = options.first(where: { $0.name == key }) else {
                 throw RelayError(
                     .configuration,
                     "\(path): unknown key \"\(key)\" (the keys are the option names without dashes, e.g. \"apns-key-id\")"
@@ -280,12 +274,12 @@ public struct ServeOptions: Sendable {
 
         func report(_ event: AccessEvent) { self.events.withLock { $0.append(event) } }
 
-        func take(file: String?) -> (problems: [String], sources: [String: String]) {
+        func take(file: String?, options: [Option]) -> (problems: [String], sources: [String: String]) {
             var problems: [String] = []
             var sources: [String: String] = [:]
             for event in self.events.withLock({ $0 }) {
                 let name = event.metadata.key.components.last ?? ""
-                let option = ServeOptions.options.first { $0.name == name }
+                let option = options.first { $0.name == name }
                 // Providers are named by their type and the name given to them ("InMemoryProvider[flags]").
                 func source(_ provider: String) -> String {
                     if provider.contains("flags") { return "--\(name)" }

@@ -4,13 +4,13 @@ public import Hummingbird
 public import Logging
 import NIOSSL
 public import RelayClient
-import Sender
 public import ServiceLifecycle
 
 /// Why the relay could not start, by the step that failed; `e2ee-relay serve` turns it into its exit status.
 public struct RelayStartError: Error, Sendable {
     public enum Step: Sendable, Hashable {
-        /// TLS, the APNs key or clients, the listener, or anything else that stopped the relay with an error.
+        /// TLS, a push service's credentials or clients (the APNs key), the listener, or anything else that stopped
+        /// the relay with an error.
         case setup
         /// Opening, reaching or migrating the store: `configuration` for a malformed database URL, else
         /// `storage-unavailable`.
@@ -30,7 +30,6 @@ public struct RelayStartError: Error, Sendable {
         let message =
             switch error {
             case let error as RelayError: error.message
-            case let error as APNsError: error.message
             default: "\(error); fix the cause above and start it again"
             }
         return Self(.setup, RelayError(.configuration, message))
@@ -46,7 +45,7 @@ public struct RelayApp: Service {
     /// the store's startup), the certificate reloader, the draining notice.
     public let services: [ServiceGroupConfiguration.ServiceConfiguration]
     let connections: ConnectionTracker
-    /// Shuts the APNs clients down and closes a SQLite store.
+    /// Shuts the push services' clients down and closes a SQLite store.
     let close: @Sendable () async -> Void
     let logger: Logger
 
@@ -89,21 +88,24 @@ public struct RelayApp: Service {
     }
 }
 
-/// Builds the relay `options` describe (docs/RELAY.md): checks TLS and the APNs key, opens the store (SQLite: opened
-/// and migrated here; PostgreSQL: one connection tried here, migrated once its client runs), makes the APNs clients,
-/// the API service, the delivery workers, the HTTPS server, the metrics listener and the certificate reloader.
-/// The store is the first of `storeKinds` that accepts `--database` (``RelayStoreKinds/all`` unless a test or an
-/// embedder gives its own).
+/// Builds the relay `options` describe (docs/RELAY.md): checks TLS, opens each push service (its credentials and
+/// clients), opens the store (SQLite: opened and migrated here; PostgreSQL: one connection tried here, migrated once
+/// its client runs), makes the API service, the delivery workers, the HTTPS server, the metrics listener and the
+/// certificate reloader. The store is the first of `storeKinds` that accepts `--database` (``RelayStoreKinds/all``
+/// unless a test or an embedder gives its own); the relay delivers through `pushServices`
+/// (``RelayPushServiceKinds/all`` unless one gives its own).
 ///
 /// - Throws: ``RelayStartError``; nothing is left open when it throws.
 public func buildApplication(
     _ options: ServeOptions,
     logger: Logger,
-    storeKinds: [any RelayStoreKind] = RelayStoreKinds.all
+    storeKinds: [any RelayStoreKind] = RelayStoreKinds.all,
+    pushServices: [any RelayPushServiceKind] = RelayPushServiceKinds.all
 ) async throws(RelayStartError) -> RelayApp {
     let files: RelayTLS.Files?
     var configuration: RelayConfiguration
-    let key: APNsSigningKey
+    var opened: [OpenedPushService] = []
+    func closeServices() async { for service in opened { await service.close() } }
     do throws(RelayError) {
         let server: TLSConfiguration
         if let directory = options.selfSignedTLSDir {
@@ -115,16 +117,9 @@ public func buildApplication(
             server = pair.configuration
         }
         configuration = RelayConfiguration(database: .init(argument: options.database), tls: server)
-        do throws(APNsError) {
-            if let path = options.apnsKeyFile {
-                key = try APNsSigningKey.load(path: path)
-            } else {
-                key = try APNsSigningKey.load()
-            }
-        } catch {
-            throw RelayError(.configuration, error.message)
-        }
+        for kind in pushServices { opened.append(try await kind.open(options, logger: logger)) }
     } catch {
+        await closeServices()
         throw RelayStartError(.setup, error)
     }
     configuration.host = options.host
@@ -140,7 +135,7 @@ public func buildApplication(
     if let port = options.metricsPort { configuration.metricsListener = (options.metricsHost ?? "127.0.0.1", port) }
 
     // The store before any listener: a locked or unreachable database stops the start here.
-    let opened: OpenedRelayStore
+    let openedStore: OpenedRelayStore
     do throws(RelayError) {
         guard let kind = RelayStoreKinds.kind(for: options.database, in: storeKinds) else {
             throw RelayError(
@@ -149,55 +144,27 @@ public func buildApplication(
                     + storeKinds.map(\.argumentHelp).joined(separator: ", or ")
             )
         }
-        opened = try await kind.open(options.database, options: options, logger: logger)
+        openedStore = try await kind.open(options.database, options: options, logger: logger)
     } catch {
+        await closeServices()
         throw RelayStartError(.store, error)
     }
-    let store = opened.store
-    let closeStore = opened.close
+    let store = openedStore.store
+    let closeStore = openedStore.close
     // The store's service (a connection pool) first in the group, so that the group stops it last. Its startup
     // (waiting for the server, migrating) is the first step of the application's service, which starts its server
     // and its workers only after it; its failure ends the group with the store's error, and the executable exits as
     // it does when the store cannot be opened.
     var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
-    if let service = opened.service { services.append(.init(service: service)) }
+    if let service = openedStore.service { services.append(.init(service: service)) }
     var startup: (@Sendable () async throws -> Void)?
-    if let step = opened.startup {
+    if let step = openedStore.startup {
         startup = { @Sendable () async throws in
             do throws(RelayError) { try await step() } catch { throw RelayStartError(.store, error) }
         }
     }
 
-    var clients: [APNsClient] = []
     do {
-        var byEnvironment: [String: APNsClient] = [:]
-        func client(_ environment: APNsEndpoint) throws -> APNsClient {
-            APNsClient(
-                configuration: try APNsClientConfiguration(
-                    environment: environment,
-                    keyID: options.apnsKeyID,
-                    teamID: options.apnsTeamID,
-                    signingKey: key,
-                    streamTimeout: .seconds(options.apnsStreamTimeout),
-                    connectTimeout: .seconds(options.apnsConnectTimeout),
-                    retryPolicy: .never
-                ),
-                logger: logger
-            )
-        }
-        if let url = options.apnsURL {
-            let one = try client(.custom(baseURL: url, trustedCAPEMPath: options.apnsCA))
-            clients.append(one)
-            byEnvironment = ["production": one, "development": one]
-        } else {
-            for name in Set(options.apnsEnvironments) {
-                let one = try client(name == "production" ? .production : .development)
-                clients.append(one)
-                byEnvironment[name] = one
-            }
-        }
-        let apnsRules = APNsRules(topics: Set(options.apnsTopics), environments: Set(byEnvironment.keys))
-
         let connections = ConnectionTracker(limits: configuration.connections)
         let metrics = RelayMetrics(connections: connections)
         let doorbell = Doorbell()
@@ -205,13 +172,13 @@ public func buildApplication(
             store: store,
             metrics: metrics,
             policy: configuration.policy,
-            services: [apnsRules],
+            services: opened.map(\.rules),
             doorbell: doorbell,
             logger: logger
         )
         let delivery = DeliveryService(
             store: store,
-            deliverers: [APNsDeliverer(clients: byEnvironment, topics: Set(options.apnsTopics))],
+            deliverers: opened.map(\.deliverer),
             metrics: metrics,
             configuration: configuration.delivery,
             doorbell: doorbell,
@@ -229,21 +196,21 @@ public func buildApplication(
         // Last, so that it hears of a shutdown first (a group stops its services in reverse order).
         services.append(.init(service: DrainingNotice(service: service)))
         logger.notice(
-            "\(RelayServe.startLine(options, environments: byEnvironment.keys.sorted(), storeKinds: storeKinds))"
+            "\(RelayServe.startLine(options, storeKinds: storeKinds, pushServices: pushServices))"
         )
-        let apns = clients
+        let pushes = opened
         return RelayApp(
             application: application,
             services: services,
             connections: connections,
             close: {
-                for client in apns { await client.shutdown() }
+                for service in pushes { await service.close() }
                 await closeStore()
             },
             logger: logger
         )
     } catch {
-        for client in clients { await client.shutdown() }
+        await closeServices()
         await closeStore()
         throw RelayStartError.setup(error)
     }

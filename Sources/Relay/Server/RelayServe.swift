@@ -15,27 +15,26 @@ public enum RelayServe: Sendable {
         return logger
     }
 
-    /// The one line that says what this relay is: version, store (without a password), APNs, topics, workers, limits.
+    /// The one line that says what this relay is: version, store (without a password), push services (APNs:
+    /// where, topics), workers, limits.
     static func startLine(
         _ options: ServeOptions,
-        environments: [String],
-        storeKinds: [any RelayStoreKind] = RelayStoreKinds.all
+        storeKinds: [any RelayStoreKind] = RelayStoreKinds.all,
+        pushServices: [any RelayPushServiceKind] = RelayPushServiceKinds.all
     ) -> String {
         let store =
             RelayStoreKinds.kind(for: options.database, in: storeKinds)?.startDescription(
                 options.database,
                 options: options
             ) ?? options.database
-        let apns =
-            options.apnsURL.map { "\($0) (an APNs-compatible server)" }
-            ?? "Apple (\(environments.joined(separator: ", ")))"
+        let services = pushServices.map { $0.startDescription(options) }.joined(separator: "; ")
         let limits = options.connections
         func seconds(_ duration: Duration) -> String {
             let value = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
             return value == value.rounded() ? "\(Int(value)) s" : "\(value) s"
         }
-        return "e2ee-relay \(ToolVersion.current) starting: store \(store); APNs \(apns); topics "
-            + "\(options.apnsTopics.joined(separator: ", ")); \(options.workers) delivery workers; rates "
+        return "e2ee-relay \(ToolVersion.current) starting: store \(store); \(services); "
+            + "\(options.workers) delivery workers; rates "
             + "\(Int(options.recipientRate))/min per recipient, \(Int(options.tokenRate))/min per token; connections at "
             + "most \(limits.maximumConnections), handshake \(seconds(limits.handshakeTimeout)), request head "
             + "\(seconds(limits.requestHeadTimeout)), idle \(seconds(limits.idleTimeout)), request "
