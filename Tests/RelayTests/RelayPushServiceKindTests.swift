@@ -19,11 +19,19 @@ struct RelayPushServiceKindTests {
     /// attempts; its opening and closing are recorded, its deliverer accepts everything.
     struct FakeKind: RelayPushServiceKind {
         let events = PThreadMutex<[String]>([])
-        let deliverer = RecordingDeliverer(service: FakeServiceRules.service) { _ in
-            DeliveryReport(outcome: .delivered, status: 200, label: "200", signal: .answered)
-        }
+        /// Once set, the service reports every address unregistered (410).
+        let gone = PThreadMutex(false)
+        let deliverer: RecordingDeliverer
         var failOpen = false
 
+        init() {
+            let gone = self.gone
+            self.deliverer = RecordingDeliverer(service: FakeServiceRules.service) { _ in
+                gone.withLock { $0 }
+                    ? DeliveryReport(outcome: .unregistered(sinceMs: nil), status: 410, label: "410", signal: .answered)
+                    : DeliveryReport(outcome: .delivered, status: 200, label: "200", signal: .answered)
+            }
+        }
         var service: PushService { FakeServiceRules.service }
         var options: [ServeOptions.Option] {
             [.init(name: "fake-key", kind: .string), .init(name: "fake-timeout", kind: .int)]
@@ -168,11 +176,28 @@ struct RelayPushServiceKindTests {
                 for _ in 0..<600 where fake.deliverer.deliveries.isEmpty {
                     try await Task.sleep(for: .milliseconds(50))
                 }
+                // The service reports the address gone: the next submit to it is refused in the service's name.
+                fake.gone.withLock { $0 = true }
+                _ = try await client.submit(userID: "bob", pushes: [("watch", sealed.envelope)], token: token)
+                var refusal: RelayError?
+                for _ in 0..<600 where refusal == nil {
+                    try await Task.sleep(for: .milliseconds(50))
+                    do throws(RelayError) {
+                        _ = try await client.submit(userID: "bob", pushes: [("watch", sealed.envelope)], token: token)
+                    } catch {
+                        refusal = error
+                    }
+                }
+                #expect(refusal?.code == .pushAddressUnregistered)
+                #expect(
+                    refusal?.message
+                        == "fake reported device \"watch\"'s push address unregistered: leave it out until it registers again"
+                )
             }
             await group.triggerGracefulShutdown()
             try await running.value
             let delivered = fake.deliverer.deliveries
-            #expect(delivered.count == 1)
+            #expect(delivered.count >= 2)
             #expect(delivered.first?.address.push == PushAddress(service: FakeServiceRules.service, address: "tok-abc"))
             #expect(delivered.first?.envelope == sealed.envelope.serialized)
             #expect(fake.events.withLock { $0 } == ["open", "close"])

@@ -9,6 +9,9 @@ public protocol PushServiceRules: Sendable {
     /// The service these rules are for.
     var service: PushService { get }
 
+    /// The service's name in messages ("APNs"); by default its ``PushService`` name.
+    var displayName: String { get }
+
     /// The padding table of the service's transport: an envelope submitted to a device of this service has one of
     /// its lengths (docs/PROTOCOL.md §6), so the deliverer can frame it.
     var padding: PaddingTable { get }
@@ -18,4 +21,8 @@ public protocol PushServiceRules: Sendable {
     ///
     /// - Throws: the refusal, with a reason code and what to do.
     func registration(_ address: RegisteredAddress) throws(RelayError) -> RegisteredAddress
+}
+
+extension PushServiceRules {
+    public var displayName: String { self.service.rawValue }
 }

@@ -401,13 +401,14 @@ public final class RelayService: Sendable {
             case .unregistered:
                 throw RelayError(
                     .pushAddressUnregistered,
-                    "APNs reported device \"\(push.deviceID)\"'s push address unregistered: leave it out until it registers again"
+                    "\(self.serviceName(of: device)) reported device \"\(push.deviceID)\"'s push address unregistered: "
+                        + "leave it out until it registers again"
                 )
             case .failed:
                 throw RelayError(
                     .pushAddressFailed,
-                    "APNs refused device \"\(push.deviceID)\"'s push address (\(device.failedReason ?? "refused")): "
-                        + "leave it out until it registers again"
+                    "\(self.serviceName(of: device)) refused device \"\(push.deviceID)\"'s push address "
+                        + "(\(device.failedReason ?? "refused")): leave it out until it registers again"
                 )
             }
         }
@@ -532,6 +533,12 @@ public final class RelayService: Sendable {
         }
         guard let error = first else { throw RelayError(.internalError, "the relay has no push service") }
         throw RelayError(.malformedEnvelope, "pushes[\(index)].envelope: \(error.code): \(error.message)")
+    }
+
+    /// The name of `device`'s push service in messages ("APNs"), or "its push service" when it has none this relay
+    /// delivers through.
+    private func serviceName(of device: StoredDevice) -> String {
+        device.address.flatMap { self.services[$0.push.service]?.displayName } ?? "its push service"
     }
 
     /// With several push services, an envelope must fit the padding of its device's own service (with one, the

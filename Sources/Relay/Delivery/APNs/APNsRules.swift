@@ -18,6 +18,8 @@ public struct APNsRules: PushServiceRules {
 
     public var service: PushService { .apns }
 
+    public var displayName: String { "APNs" }
+
     public var padding: PaddingTable { APNsAlertTransport.padding }
 
     public func registration(_ received: RegisteredAddress) throws(RelayError) -> RegisteredAddress {
