@@ -36,7 +36,7 @@ struct DeviceRequestCommand: AsyncParsableCommand {
     func run() async throws {
         try await runCLI {
             let created = try DeviceSetup.createDevice(
-                self.device.setup(userID: self.userID, deviceID: self.deviceID, folder: self.outDir),
+                try self.device.setup(userID: self.userID, deviceID: self.deviceID, folder: self.outDir),
                 nowMs: WallClock.system.unsignedMs
             )
             note(

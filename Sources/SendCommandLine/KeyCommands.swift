@@ -26,7 +26,7 @@ struct Keygen: AsyncParsableCommand {
 
     func run() async throws {
         try await runCLI {
-            var options = self.device.setup(userID: self.userID, deviceID: self.deviceID, folder: self.outDir)
+            var options = try self.device.setup(userID: self.userID, deviceID: self.deviceID, folder: self.outDir)
             options.suite = self.suite.suite
             let created = try DeviceSetup.createUser(options, nowMs: WallClock.system.unsignedMs)
             note("wrote \(created.identityPath) (secret, mode 0600) and \(created.publicPath) (public)")
@@ -43,18 +43,15 @@ struct Keygen: AsyncParsableCommand {
 /// What `keygen` and `device request` create a device with, besides its user id, device id and folder.
 struct NewDeviceOptions: ParsableArguments {
     @Option(name: .long, help: "The name others see.") var displayName: String?
-    @Option(name: .long, help: "This device's APNs token (hex), published in its card (or request).") var deviceToken:
-        String?
-    @OptionGroup var topic: CardTopicOption
+    @OptionGroup var push: PushAddressOptions
     @Option(name: .long, help: "Lock the identity with the passphrase in this file.") var passphraseFile: String?
     @Flag(name: .long, help: "Overwrite an existing identity.") var force = false
 
-    func setup(userID: String, deviceID: String, folder: String) -> DeviceSetup.Options {
+    func setup(userID: String, deviceID: String, folder: String) throws(SenderError) -> DeviceSetup.Options {
         var options = DeviceSetup.Options(userID: userID, deviceID: deviceID, folder: folder)
         options.displayName = self.displayName
         options.force = self.force
-        options.deviceToken = self.deviceToken
-        options.topic = self.topic.value
+        options.push = try self.push.address()
         options.passphraseFile = self.passphraseFile
         return options
     }
@@ -81,13 +78,6 @@ extension IdentityOptions {
     }
 }
 
-extension CardTopicOption {
-    /// A push address from `--device-token` (validated) and the topic; nil without a token.
-    func push(token: String?) throws(SenderError) -> PushAddress? {
-        try DeviceFiles.push(token: token, topic: self.value)
-    }
-}
-
 /// Writes a list (public, atomically) and prints it on stdout.
 func writeAndPrint(_ list: DeviceList, to path: String) throws(SenderError) {
     try DeviceFiles.writePublic(list.jsonData(), to: path)
@@ -96,12 +86,12 @@ func writeAndPrint(_ list: DeviceList, to path: String) throws(SenderError) {
 
 struct Card: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print your current device list; --device-token sets this device's push address in it.",
+        abstract: "Print your current device list; --device-token or --push-address sets this device's address.",
         discussion: """
             The list is the one --card names (default: <user id>.card.json next to the identity), verified and \
-            printed as it is. With --device-token, this device's push address is set and the list is written back \
-            to --card (or --card-out): the push address is not signed, so the version and signature stay, and any \
-            device can do it. Publish the printed list where your contacts fetch it.
+            printed as it is. With --device-token (or --push-address), this device's push address is set and the \
+            list is written back to --card (or --card-out): the push address is not signed, so the version and \
+            signature stay, and any device can do it. Publish the printed list where your contacts fetch it.
             \(E2EESend.exitCodes)
             """
     )
@@ -109,8 +99,7 @@ struct Card: AsyncParsableCommand {
     @Option(name: .long, help: "Your current list. Default: <user id>.card.json next to the identity.") var card:
         String?
     @Option(name: .long, help: "Write the list here instead of back to --card.") var cardOut: String?
-    @Option(name: .long, help: "This device's APNs token (hex) to publish.") var deviceToken: String?
-    @OptionGroup var topic: CardTopicOption
+    @OptionGroup var push: PushAddressOptions
 
     func run() async throws {
         try await runCLI {
@@ -124,7 +113,7 @@ struct Card: AsyncParsableCommand {
                         + "user's current list (a new device appears in it after `device add` on the managing device)"
                 )
             }
-            guard let push = try self.topic.push(token: self.deviceToken) else {
+            guard let push = try self.push.address() else {
                 if let out = self.cardOut {
                     try writeAndPrint(list, to: out)
                 } else {

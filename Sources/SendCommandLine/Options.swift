@@ -102,15 +102,40 @@ struct PushOptions: ParsableArguments {
     var override: String? { self.topic ?? ProcessInfo.processInfo.environment["E2EE_TOPIC"] }
 }
 
-/// The topic a card publishes with its push address: `--topic`, else `$E2EE_TOPIC`, else `com.example.e2ee`.
-struct CardTopicOption: ParsableArguments {
+/// A device's push address, as `keygen`, `device request`, `card` and `relay register` take it: an APNs token with
+/// its app's bundle id (`--topic`, else `$E2EE_TOPIC`, else `com.example.e2ee`), or any service's address as
+/// `--push-address <service>:<address>`, so that a device of another push service needs no flag of its own here.
+struct PushAddressOptions: ParsableArguments {
+    @Option(name: .long, help: "This device's APNs token (hex).")
+    var deviceToken: String?
+
     @Option(
         name: .long,
         help: "The app's bundle id to publish with the token. Default: $E2EE_TOPIC, else com.example.e2ee."
     )
     var topic: String?
 
-    var value: String { self.topic ?? ProcessInfo.processInfo.environment["E2EE_TOPIC"] ?? "com.example.e2ee" }
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "This device's push address as <service>:<address>, instead of --device-token.",
+            discussion: "apns:<bundle id>/<device token>, or an address of another push service."
+        )
+    )
+    var pushAddress: String?
+
+    var topicValue: String { self.topic ?? ProcessInfo.processInfo.environment["E2EE_TOPIC"] ?? "com.example.e2ee" }
+
+    /// The address given, checked (an APNs token in lower case); nil when none is given.
+    func address() throws(SenderError) -> PushAddress? {
+        guard let text = self.pushAddress else {
+            return try DeviceFiles.push(token: self.deviceToken, topic: self.topicValue)
+        }
+        guard self.deviceToken == nil, self.topic == nil else {
+            throw SenderError(.usage, "give --push-address, or --device-token with --topic, not both")
+        }
+        return try DeviceFiles.push(address: text)
+    }
 }
 
 struct DeliveryOptions: ParsableArguments {

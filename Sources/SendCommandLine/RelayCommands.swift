@@ -93,33 +93,40 @@ struct RelayPublish: AsyncParsableCommand {
 struct RelayRegister: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "register",
-        abstract: "Register this device's APNs push address with the relay (signed by the device key).",
+        abstract: "Register this device's push address with the relay (signed by the device key).",
         discussion: """
             The device must be in the user's list at the relay (relay publish first). Registering again replaces \
-            the address (a new token from APNs). --environment is the APNs environment the app build's token \
-            belongs to: development (the default) for builds run from Xcode, production for TestFlight and the App \
-            Store. Prints {"device":"<id>","push":"active"}.
-            Exit codes: 0 registered; 64 usage (a bad device token); 66 no identity file; 69 the relay refused (its \
-            reason code is named: unknown-user or unknown-device means publish the list that signs this device in \
-            first); 75 the relay cannot be reached (nothing changed: run again); 77 the identity file is readable by \
-            others.
+            the address (a new token from APNs). The address is --device-token with --topic (APNs), or \
+            --push-address <service>:<address> for any service the relay delivers through. --environment is the \
+            APNs environment the app build's token belongs to: development (the default) for builds run from Xcode, \
+            production for TestFlight and the App Store; other services have none. Prints \
+            {"device":"<id>","push":"active"}.
+            Exit codes: 0 registered; 64 usage (a bad device token or address); 66 no identity file; 69 the relay \
+            refused (its reason code is named: unknown-user or unknown-device means publish the list that signs this \
+            device in first); 75 the relay cannot be reached (nothing changed: run again); 77 the identity file is \
+            readable by others.
             """
     )
     @OptionGroup var identity: IdentityOptions
     @OptionGroup var relay: RelayServerOptions
-    @Option(name: .long, help: "This device's APNs device token (hex).") var deviceToken: String
-    @OptionGroup var topic: CardTopicOption
-    @Option(name: .long, help: "The APNs environment the token belongs to.") var environment: APNsEnvironment =
-        .development
+    @OptionGroup var push: PushAddressOptions
+    @Option(name: .long, help: "The APNs environment the token belongs to (APNs addresses only). Default development.")
+    var environment: APNsEnvironment?
 
     func run() async throws {
         try await runCLI {
             let id = try self.identity.load()
-            let token = try PushBuilder.validateDeviceToken(self.deviceToken)
-            let address = RegisteredAddress(
-                apns: APNsAddress(topic: self.topic.value, deviceToken: token),
-                environment: self.environment.rawValue
-            )
+            guard let push = try self.push.address() else {
+                throw SenderError(.usage, "give --device-token (with --topic), or --push-address <service>:<address>")
+            }
+            let address: RegisteredAddress
+            if push.service == .apns {
+                address = RegisteredAddress(push: push, environment: (self.environment ?? .development).rawValue)
+            } else if self.environment != nil {
+                throw SenderError(.usage, "--environment is for APNs addresses; \(push.service) has none")
+            } else {
+                address = RegisteredAddress(push: push, environment: nil)
+            }
             try await withRelay(self.relay, request: .register, userID: id.userID) {
                 (client) async throws(RelayError) -> String in
                 try await client.registerPush(

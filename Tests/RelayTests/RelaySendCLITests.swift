@@ -465,6 +465,48 @@ struct RelayDeviceCLITests {
                     ]
             )
 
+            // --push-address: an APNs one (production), then one of a service this relay does not deliver through.
+            let other = String(repeating: "cd", count: 32)
+            let viaAddress = try await ChildProcess.run(
+                "e2ee-send",
+                [
+                    "relay", "register", "--identity", folder.file("bob.identity"), "--push-address",
+                    "apns:com.example.app/" + other.uppercased(), "--environment", "production",
+                ] + flags
+            )
+            #expect(viaAddress.status == 0, "\(viaAddress.stderr)")
+            #expect(
+                try await fixture.store.devices(userID: "bob").map(\.address)
+                    == [
+                        RegisteredAddress(
+                            apns: APNsAddress(topic: "com.example.app", deviceToken: other),
+                            environment: "production"
+                        )
+                    ]
+            )
+            let unsupported = try await ChildProcess.run(
+                "e2ee-send",
+                ["relay", "register", "--identity", folder.file("bob.identity"), "--push-address", "fcm:tok-1"] + flags
+            )
+            #expect(unsupported.status == 69, "\(unsupported.stderr)")
+            #expect(unsupported.stderr.contains("unsupported-push-service"), "\(unsupported.stderr)")
+            for (extra, message) in [
+                (
+                    ["--push-address", "fcm:tok-1", "--environment", "production"],
+                    "--environment is for APNs addresses"
+                ),
+                ([], "give --device-token (with --topic), or --push-address <service>:<address>"),
+            ] {
+                let refused = try await ChildProcess.run(
+                    "e2ee-send",
+                    ["relay", "register", "--identity", folder.file("bob.identity")] + extra + flags
+                )
+                #expect(refused.status == 64, "\(extra): \(refused.stderr)")
+                #expect(refused.stderr.contains(message), "\(extra): \(refused.stderr)")
+            }
+            // The APNs address registered last stands.
+            #expect(try await fixture.store.devices(userID: "bob").first?.address?.environment == "production")
+
             let tokenFile = folder.file("bob.delivery-token")
             let tokens = try await ChildProcess.run(
                 "e2ee-send",

@@ -62,6 +62,40 @@ public enum DeviceFiles: Sendable {
         return address
     }
 
+    /// A push address of any service from `<service>:<address>` (`--push-address`), checked by
+    /// `PushAddress.problem` (an APNs address also by its own rule) and with an APNs token in lower case, the form it
+    /// is compared and sent in.
+    ///
+    /// - Throws: `.usage` naming what is wrong with it.
+    public static func push(address text: String) throws(SenderError) -> PushAddress {
+        guard let colon = text.firstIndex(of: ":") else {
+            throw SenderError(
+                .usage,
+                "--push-address \(text): give <service>:<address>, e.g. apns:com.example.app/<device token>"
+            )
+        }
+        let given = PushAddress(
+            service: PushService(rawValue: String(text[..<colon])),
+            address: String(text[text.index(after: colon)...])
+        )
+        return try Self.checked(given, naming: "--push-address \(text)")
+    }
+
+    /// `address` checked by `PushAddress.problem`, with an APNs token in lower case; any other address as given.
+    ///
+    /// - Throws: `.badDeviceToken` for an APNs token that breaks ``DeviceToken``'s rule, `.usage` for anything
+    ///   else wrong, each after `naming`.
+    public static func checked(_ address: PushAddress, naming: String) throws(SenderError) -> PushAddress {
+        if address.service == .apns, let slash = address.address.lastIndex(of: "/"),
+            let problem = DeviceToken.problem(address.address[address.address.index(after: slash)...])
+        {
+            throw SenderError(.badDeviceToken, "\(naming): \(problem)")
+        }
+        if let problem = address.problem { throw SenderError(.usage, "\(naming): \(problem)") }
+        guard let apns = address.apns else { return address }
+        return PushAddress(APNsAddress(topic: apns.topic, deviceToken: apns.deviceToken.lowercased()))
+    }
+
     /// The passphrase in `file` (a secret file: mode 0600, one trailing newline dropped); nil without a file.
     ///
     /// - Throws: E2EECore's codes as sender codes (`.insecureKey` for a file others may read, `.missingKey`).

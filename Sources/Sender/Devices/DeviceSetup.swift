@@ -22,10 +22,9 @@ public enum DeviceSetup: Sendable {
         public var deviceID: String
         /// The name others see; default: the user id.
         public var displayName: String?
-        /// This device's APNs token (checked by ``DeviceToken``) and its app's bundle id, published in the card
-        /// or request; no token, no push address.
-        public var deviceToken: String?
-        public var topic = "com.example.e2ee"
+        /// This device's push address, published in the card or request (checked by `PushAddress.problem`, an APNs
+        /// token in lower case); nil: none. ``DeviceFiles/push(token:topic:)`` makes an APNs one.
+        public var push: PushAddress?
         /// A file holding the passphrase that locks the identity.
         public var passphraseFile: String?
         /// The first device key's crypto suite.
@@ -76,7 +75,8 @@ public enum DeviceSetup: Sendable {
         publicFile: (Identity, PushAddress?) throws(E2EEError) -> (bytes: [UInt8], name: String, list: DeviceList?)
     ) throws(SenderError) -> Created {
         let identityPath = try self.identityPath(options)
-        let push = try DeviceFiles.push(token: options.deviceToken, topic: options.topic)
+        var push: PushAddress?
+        if let given = options.push { push = try DeviceFiles.checked(given, naming: "the push address") }
         let passphrase = try DeviceFiles.passphrase(file: options.passphraseFile)
         let identity = try self.generate(options, withUserKey: withUserKey, nowMs: nowMs)
         let file: (bytes: [UInt8], name: String, list: DeviceList?)

@@ -255,4 +255,48 @@ struct DeviceCLITests {
         #expect(foreign.status == 65)
         #expect(foreign.stderr.contains("it is for user \"mallory\""))
     }
+
+    @Test("--push-address: any service's address in a card and a request; APNs tokens in lower case; bad ones refused")
+    func pushAddress() async throws {
+        let dir = NSTemporaryDirectory() + "e2ee-send-push-address-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try await Self.ok([
+            "keygen", "--user-id", "bob", "--device-id", "phone", "--out-dir", dir + "/bob", "--push-address",
+            "fcm:tok-1/A",
+        ])
+        let card = try DeviceList.load(path: dir + "/bob/bob.card.json")
+        #expect(card.devices.map(\.push) == [PushAddress(service: PushService(rawValue: "fcm"), address: "tok-1/A")])
+        try await Self.ok([
+            "device", "request", "--user-id", "bob", "--device-id", "tablet", "--out-dir", dir + "/tablet",
+            "--push-address", "apns:com.example.app/" + Self.tabletToken.uppercased(),
+        ])
+        let request = try DeviceRequest.parse(
+            Array(try Data(contentsOf: URL(fileURLWithPath: dir + "/tablet/bob.tablet.request.json")))
+        )
+        #expect(request.push == PushAddress(APNsAddress(topic: "com.example.app", deviceToken: Self.tabletToken)))
+
+        // card: set again, and written back.
+        let set = try await Self.ok([
+            "card", "--identity", dir + "/bob/bob.identity", "--push-address", "fcm:tok-2",
+        ])
+        #expect(try DeviceList.parse(Array(set.stdout.utf8)).devices.map(\.push?.address) == ["tok-2"])
+        #expect(try DeviceList.load(path: dir + "/bob/bob.card.json").devices.map(\.push?.address) == ["tok-2"])
+
+        // Refusals: exit 64 naming what is wrong, and the card unchanged.
+        let cases: [([String], String)] = [
+            (["--push-address", "tok-3"], "--push-address tok-3: give <service>:<address>"),
+            (["--push-address", "FCM:tok-3"], "a push service is 1-32 bytes of a-z, 0-9 and '-'"),
+            (["--push-address", "fcm:tok 3"], "a push address is printable ASCII without spaces"),
+            (["--push-address", "apns:com.example.app/abc"], "got only 3 digits"),
+            (["--push-address", "apns:no-token"], "--push-address apns:no-token: "),
+            (["--push-address", "fcm:tok-3", "--device-token", Self.phoneToken], "not both"),
+            (["--push-address", "fcm:tok-3", "--topic", "com.example.app"], "not both"),
+        ]
+        for (extra, message) in cases {
+            let r = try await CLI.run(["card", "--identity", dir + "/bob/bob.identity"] + extra)
+            #expect(r.status == 64, "\(extra): \(r.stderr)")
+            #expect(r.stderr.contains(message), "\(extra): \(r.stderr)")
+        }
+        #expect(try DeviceList.load(path: dir + "/bob/bob.card.json").devices.map(\.push?.address) == ["tok-2"])
+    }
 }

@@ -16,8 +16,7 @@ struct DeviceSetupTests {
         defer { folder.cleanup() }
         var options = DeviceSetup.Options(userID: "bob", deviceID: "phone", folder: folder.file("out/bob"))
         options.displayName = "Bob B."
-        options.deviceToken = Self.token
-        options.topic = "com.example.app"
+        options.push = PushAddress(APNsAddress(topic: "com.example.app", deviceToken: Self.token))
         let created = try DeviceSetup.createUser(options, nowMs: 1_800_000_000_000)
         #expect(created.identityPath == folder.file("out/bob/bob.identity"))
         #expect(created.publicPath == folder.file("out/bob/bob.card.json"))
@@ -56,7 +55,9 @@ struct DeviceSetupTests {
             nowMs: 10
         )
         var options = DeviceSetup.Options(userID: "bob", deviceID: "tablet", folder: folder.file("tablet"))
-        options.deviceToken = String(repeating: "b2", count: 32)
+        options.push = PushAddress(
+            APNsAddress(topic: "com.example.e2ee", deviceToken: String(repeating: "b2", count: 32))
+        )
         let created = try DeviceSetup.createDevice(options, nowMs: 20)
         #expect(created.publicPath == folder.file("tablet/bob.tablet.request.json"))
         #expect(created.list == nil)

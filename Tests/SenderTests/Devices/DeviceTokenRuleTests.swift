@@ -78,7 +78,7 @@ struct DeviceTokenRuleTests {
         let folder = try TemporaryFolder()
         defer { folder.cleanup() }
         var options = DeviceSetup.Options(userID: "bob", deviceID: "phone", folder: folder.file("bob"))
-        options.deviceToken = Self.sixteen
+        options.push = PushAddress(APNsAddress(topic: "com.example.e2ee", deviceToken: Self.sixteen))
         #expect(throws: SenderError(.badDeviceToken, "")) { try DeviceSetup.createUser(options, nowMs: 1) }
         #expect(!FileManager.default.fileExists(atPath: folder.file("bob/bob.identity")))
 
