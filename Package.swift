@@ -176,6 +176,7 @@ let package = Package(
                 "CLISupport",
                 "NotificationFilter",
                 "E2EECore",
+                "PushTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

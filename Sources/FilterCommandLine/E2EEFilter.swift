@@ -3,6 +3,7 @@ import CLISupport
 import E2EECore
 import Logging
 public import NotificationFilter
+import PushTransport
 import ServiceLifecycle
 
 #if canImport(FoundationEssentials)
@@ -84,6 +85,11 @@ struct AccountFlags: ParsableArguments {
             "How long message ids are remembered, in hours (fractions allowed, e.g. 0.05 for 3 minutes in a soak); older messages are `stale`. Finished calls are kept as long."
     )
     var replayRetentionHours: Double = AccountValues().replayRetentionHours
+    @Option(
+        name: .long,
+        help: "The push service whose bodies arrive: \(PushTransports.names). Default \(AccountValues().transport)."
+    )
+    var transport: String = AccountValues().transport
     @Flag(name: .long, help: "Log debug details to stderr (never keys, plaintext or envelopes).")
     var verbose = false
 
@@ -100,6 +106,7 @@ struct AccountFlags: ParsableArguments {
             unknownSender: self.unknownSender,
             clockSkewMs: self.clockSkewMs,
             replayRetentionHours: self.replayRetentionHours,
+            transport: self.transport,
             verbose: self.verbose
         )
     }
@@ -122,9 +129,20 @@ struct AccountValues: Equatable, Sendable {
     var unknownSender: FilterPolicy.UnknownSenderPolicy = .fallback
     var clockSkewMs: Int64 = 30_000
     var replayRetentionHours: Double = 48
+    /// A ``PushTransport`` name (`PushTransports.all`).
+    var transport = APNsAlertTransport.name
     var verbose = false
 
+    /// The transport ``transport`` names.
+    var pushTransport: (any PushTransport.Type)? { PushTransports.named(self.transport) }
+
     func validate() throws {
+        guard self.pushTransport != nil else {
+            throw ValidationError(
+                "--transport \(self.transport) is not a push service this filter reads: give one of "
+                    + PushTransports.names
+            )
+        }
         guard
             self.config != nil || self.identity != nil
                 || ProcessInfo.processInfo.environment["E2EE_IDENTITY_FILE"] != nil
@@ -154,6 +172,7 @@ struct AccountValues: Equatable, Sendable {
         }
         var options = FilterAppOptions(accounts: accounts, statePath: self.state)
         options.policy.unknownSender = self.unknownSender
+        options.transport = self.pushTransport ?? APNsAlertTransport.self
         options.policy.clockSkewMs = self.clockSkewMs
         guard self.replayRetentionHours.isFinite, self.replayRetentionHours >= 0.001, self.replayRetentionHours <= 8_760
         else {
@@ -193,12 +212,13 @@ struct Run: AsyncParsableCommand {
     @Option(
         name: .long,
         help:
-            "This device's push token (hex): spool records and request lines for other tokens are skipped without a decision (one spool shared by several devices)."
+            "This device's push token (APNs: hex): spool records and request lines for other tokens are skipped without a decision (one spool shared by several devices)."
     )
     var deviceToken: String?
 
     func validate() throws {
-        if let token = self.deviceToken, let problem = DeviceToken.problem(token) {
+        let transport = self.account.values.pushTransport ?? APNsAlertTransport.self
+        if let token = self.deviceToken, let problem = transport.deviceTokenProblem(token) {
             throw ValidationError("--device-token \(token) is not a device token: \(problem)")
         }
         if let hook = self.hook, hook.allSatisfy(\.isWhitespace) {
@@ -305,6 +325,7 @@ struct OnceArguments: Equatable, Sendable {
             case "--replay-retention-hours":
                 guard let hours = Double(value) else { return nil }
                 parsed.account.replayRetentionHours = hours
+            case "--transport": parsed.account.transport = value
             default: return nil
             }
         }

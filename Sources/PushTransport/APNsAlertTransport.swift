@@ -52,6 +52,14 @@ public enum APNsAlertTransport: PushTransport {
         return bodyPrefix.utf8.count + bodySuffix.utf8.count + 4 * ((envelopeLength + 2) / 3)
     }
 
+    /// An APNs device token: ``DeviceToken``'s rule (an even number of 64-200 hex digits).
+    public static func deviceTokenProblem(_ token: String) -> String? { DeviceToken.problem(token) }
+
+    /// APNs tokens are hex: the same device in either case.
+    public static func isSameDevice(_ token: String, _ other: String) -> Bool {
+        token.lowercased() == other.lowercased()
+    }
+
     /// The uniform APNs body of docs/PROTOCOL.md §4 that carries `envelope`: the fixed placeholder alert, then the
     /// envelope in base64.
     ///

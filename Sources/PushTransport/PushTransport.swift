@@ -39,6 +39,35 @@ public protocol PushTransport: Sendable {
     /// The byte length of the body for an envelope of `suite` padded to `bucket` (one of `padding`'s buckets for
     /// the suite).
     static func bodyLength(forBucket bucket: Int, suite: CryptoSuite) -> Int
+
+    /// What is wrong with `token` as the service's token of one device (a spool line's `device_token`,
+    /// `e2ee-filter run --device-token`), or nil when it is one. By default any non-empty token.
+    static func deviceTokenProblem(_ token: String) -> String?
+
+    /// Whether two tokens name the same device. By default, when they are equal.
+    static func isSameDevice(_ token: String, _ other: String) -> Bool
+}
+
+extension PushTransport {
+    public static func deviceTokenProblem(_ token: String) -> String? {
+        token.isEmpty ? "a device token is not empty" : nil
+    }
+
+    public static func isSameDevice(_ token: String, _ other: String) -> Bool { token == other }
+}
+
+/// The push transports a device-side tool can be told to read (`e2ee-filter --transport`), by ``PushTransport/name``.
+/// Adding a service is its transport and its entry here.
+public enum PushTransports: Sendable {
+    public static let all: [any PushTransport.Type] = [APNsAlertTransport.self]
+
+    /// The transport named `name`, or nil.
+    public static func named(_ name: String) -> (any PushTransport.Type)? {
+        Self.all.first { $0.name == name }
+    }
+
+    /// The names, for help and messages ("apns").
+    public static var names: String { Self.all.map { $0.name }.joined(separator: ", ") }
 }
 
 extension SealedPush {

@@ -60,7 +60,8 @@ public struct FilterAppOptions: Sendable {
     /// This device's push token: spool lines for other tokens are skipped (``FilterDaemonConfiguration/deviceToken``).
     public var deviceToken: String?
     public var policy = FilterPolicy()
-    /// The push service whose bodies the device receives (APNs).
+    /// The push service whose bodies the device receives (APNs; `e2ee-filter --transport`, from
+    /// `PushTransports.all`).
     public var transport: any PushTransport.Type = APNsAlertTransport.self
     public var callProvider = CallProviderConfiguration()
     /// The wall clock every part of the filter reads (tests fix or advance it; the executable has only the real one).
@@ -158,6 +159,7 @@ public enum FilterApp: Sendable {
         var configuration = FilterDaemonConfiguration(input: options.input, decisionsPath: options.decisionsPath)
         configuration.exitAtEndOfInput = options.exitAtEndOfInput
         configuration.deviceToken = options.deviceToken
+        configuration.transport = options.transport
         var lockedAccounts: [String: PassphraseUnlocker.Account] = [:]
         for (account, accountOptions) in zip(accounts, options.accounts) where lockedAccounts[account.name] == nil {
             lockedAccounts[account.name] = .init(

@@ -1,5 +1,6 @@
 public import E2EECore
 public import Logging
+public import PushTransport
 public import ServiceLifecycle
 import SystemPackage
 
@@ -23,9 +24,12 @@ public struct FilterDaemonConfiguration: Sendable {
     public var decisionsPath: String?
     /// At the end of a spool, stop instead of waiting for more.
     public var exitAtEndOfInput = false
-    /// This device's push token (hex, any case): spool records and request lines addressed to another token are
-    /// skipped without a decision, as a phone never receives another phone's pushes. Nil decides every line.
+    /// This device's push token: spool records and request lines addressed to another token (by ``transport``'s
+    /// `isSameDevice`: for APNs, hex in any case) are skipped without a decision, as a phone never receives another
+    /// phone's pushes. Nil decides every line.
     public var deviceToken: String?
+    /// The push service whose lines these are: it says whether a line's token is this device's.
+    public var transport: any PushTransport.Type = APNsAlertTransport.self
     /// How many available payloads are decided in one transaction (group commit).
     public var batchSize = 64
     /// How many batches are read and opened ahead of the one being decided (at least 1).
@@ -267,7 +271,8 @@ public final class FilterDaemon: Service, Sendable {
         if let token = self.configuration.deviceToken {
             // Another device's pushes: not ours to decide.
             let count = inputs.count
-            inputs.removeAll { !$0.isAddressed(to: token) }
+            let transport = self.configuration.transport
+            inputs.removeAll { !$0.isAddressed(to: token, transport: transport) }
             if count > inputs.count {
                 self.logger.debug("pushes for other devices skipped", metadata: ["count": "\(count - inputs.count)"])
             }

@@ -1,4 +1,4 @@
-import PushTransport
+public import PushTransport
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -75,11 +75,14 @@ public struct PayloadInput: Sendable, Hashable {
         }
     }
 
-    /// Whether this input is for the device with `token` (hex, any case): true for a bare body, which names no
-    /// device, and for a record or request line whose `device_token` is `token`.
-    public func isAddressed(to token: String) -> Bool {
+    /// Whether this input is for the device with `token`: true for a bare body, which names no device, and for a
+    /// record or request line whose `device_token` names the same device by `transport` (APNs: hex, any case).
+    public func isAddressed(
+        to token: String,
+        transport: any PushTransport.Type = APNsAlertTransport.self
+    ) -> Bool {
         guard let own = self.deviceToken else { return true }
-        return own.lowercased() == token.lowercased()
+        return transport.isSameDevice(own, token)
     }
 
     /// The kind of `line` (see ``PushLine/kind(of:)``).

@@ -1,4 +1,5 @@
 @_spi(Vectors) import E2EECore
+import Foundation
 import Logging
 import PushTransport
 import Testing
@@ -61,5 +62,50 @@ struct TransportSeamTests {
         // The APNs engine of the same harness: the other way round.
         let apns = try await h.decide(rawBody)
         #expect(apns.reason == .opening(.malformedEnvelope) || apns.reason == .opening(.foreignPayload))
+    }
+
+    @Test(
+        "the daemon keeps its own device's lines by its transport's token rule: exact for raw-test, any case for APNs"
+    )
+    func deviceTokenByTransport() async throws {
+        #expect(RawTestTransport.isSameDevice("Tok-A", "Tok-A"))
+        #expect(!RawTestTransport.isSameDevice("Tok-A", "tok-a"))
+        #expect(RawTestTransport.deviceTokenProblem("Tok-A") == nil)
+        #expect(RawTestTransport.deviceTokenProblem("") != nil)
+        let hex = String(repeating: "ab", count: 32)
+        #expect(APNsAlertTransport.isSameDevice(hex, hex.uppercased()))
+        #expect(APNsAlertTransport.deviceTokenProblem("Tok-A") == DeviceToken.problem("Tok-A"))
+        #expect(APNsAlertTransport.deviceTokenProblem(hex) == nil)
+
+        let fixture = try FilterFixture()
+        func line(_ seq: Int, _ token: String, _ text: String) throws -> [UInt8] {
+            let envelope = try APNsAlertTransport.envelope(fromBody: try fixture.body(FilterFixture.text(text)))
+            let body = Data(RawTestTransport.body(for: envelope)).base64EncodedString()
+            return Array(
+                #"{"apns_id":"\#(UUID().uuidString.lowercased())","body_base64":"\#(body)","device_token":"\#(token)","headers":{},"received_at_ms":1,"seq":\#(seq)}"#
+                    .utf8
+            ) + [0x0a]
+        }
+        let spool = fixture.path("raw.spool")
+        try appendToFile(
+            spool,
+            try line(1, "Tok-A", "mine") + line(2, "tok-a", "another's") + line(3, "Tok-A", "mine too")
+        )
+        var options = FilterAppOptions(
+            accounts: [.init(identity: fixture.identityPath, contacts: fixture.contactsPath)],
+            statePath: fixture.path("state.sqlite")
+        )
+        options.input = .spool(path: spool)
+        options.exitAtEndOfInput = true
+        options.decisionsPath = fixture.path("decisions.jsonl")
+        options.transport = RawTestTransport.self
+        options.deviceToken = "Tok-A"
+        try await FilterApp.build(options, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+            .daemon.run()
+        let decisions = try String(contentsOfFile: fixture.path("decisions.jsonl"), encoding: .utf8)
+            .split(separator: "\n")
+            .map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(decisions.map { $0["seq"] as? Int } == [1, 3])
+        #expect(decisions.map { $0["reason"] as? String } == ["text", "text"])
     }
 }

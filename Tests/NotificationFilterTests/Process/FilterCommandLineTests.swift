@@ -2,6 +2,7 @@ import ArgumentParser
 import CLISupport
 import Foundation
 import NotificationFilter
+import PushTransport
 import Testing
 
 @testable import FilterCommandLine
@@ -17,6 +18,28 @@ struct FilterCommandLineTests {
         }
         #expect(E2EEFilter.exitCode(for: error).rawValue == 64)
         #expect(E2EEFilter.message(for: error).contains("--device-token abc is not a device token"))
+    }
+
+    @Test("--transport names a push service of PushTransports.all: another is a usage error (64) naming the choices")
+    func unknownTransport() throws {
+        for command in ["run", "once", "answer"] {
+            let extra = command == "answer" ? ["--call-id", UUID().uuidString] : []
+            let error = try #require(throws: (any Error).self) {
+                try E2EEFilter.parseAsRoot(
+                    [command, "--identity", "/i", "--contacts", "/c", "--transport", "fcm"] + extra
+                )
+            }
+            #expect(E2EEFilter.exitCode(for: error).rawValue == 64)
+            #expect(
+                E2EEFilter.message(for: error).contains(
+                    "--transport fcm is not a push service this filter reads: give one of apns"
+                ),
+                "\(command): \(E2EEFilter.message(for: error))"
+            )
+        }
+        let parsed = try E2EEFilter.parseAsRoot(["run", "--identity", "/i", "--contacts", "/c", "--transport", "apns"])
+        let run = try #require(parsed as? Run)
+        #expect(try run.account.options().transport == APNsAlertTransport.self)
     }
 
     @Test("once with a --payload file that is not there throws unusableFile, naming the file")
@@ -63,6 +86,8 @@ struct FilterCommandLineTests {
                 ], true
             ),
             (["once", "--identity", "/k/bob.identity", "--contacts", "/c", "--replay-retention-hours", "0"], true),
+            (["once", "--identity", "/k/bob.identity", "--contacts", "/c", "--transport", "apns"], true),
+            (["once", "--identity", "/k/bob.identity", "--contacts", "/c", "--transport", "fcm"], false),
             (["once", "--identity=/k/bob.identity", "--contacts", "/c"], false),
             (["once", "--identity", "/k/bob.identity", "--contacts", "/c", "--unknown-sender", "nonsense"], false),
             (["once", "--identity", "/k/bob.identity", "--contacts", "/c", "--clock-skew-ms", "-5"], false),
