@@ -30,9 +30,8 @@ public struct E2EESend: AsyncParsableCommand, Sendable {
             \(E2EESend.exitCodes)
             """,
         version: ToolVersion.current,
-        subcommands: [
-            Keygen.self, Device.self, Contact.self, Card.self, Rotate.self, Call.self, Cancel.self, Text.self,
-            Receipt.self, Batch.self, Deliver.self, RelayCommands.self,
+        subcommands: [Keygen.self, Device.self, Contact.self, Card.self, Rotate.self] + messageCommands + [
+            Batch.self, Deliver.self, RelayCommands.self,
         ]
     )
 

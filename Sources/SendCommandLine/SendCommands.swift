@@ -158,6 +158,10 @@ func parseMessageID(_ value: String) throws -> MessageID {
     }
 }
 
+/// One command per kind of message (`call`, `cancel`, `text`, `receipt`), in `--help` order: a new kind's command
+/// is added here, next to the others.
+let messageCommands: [any ParsableCommand.Type] = [Call.self, Cancel.self, Text.self, Receipt.self]
+
 struct Call: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Send a call invite (each of the recipient's devices rings).",
