@@ -91,13 +91,7 @@ struct TransportSeamTests {
             spool,
             try line(1, "Tok-A", "mine") + line(2, "tok-a", "another's") + line(3, "Tok-A", "mine too")
         )
-        var options = FilterAppOptions(
-            accounts: [.init(identity: fixture.identityPath, contacts: fixture.contactsPath)],
-            statePath: fixture.path("state.sqlite")
-        )
-        options.input = .spool(path: spool)
-        options.exitAtEndOfInput = true
-        options.decisionsPath = fixture.path("decisions.jsonl")
+        var options = fixture.spoolRunOptions(spool)
         options.transport = RawTestTransport.self
         options.deviceToken = "Tok-A"
         try await FilterApp.build(options, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))

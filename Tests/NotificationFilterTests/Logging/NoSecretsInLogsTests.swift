@@ -118,13 +118,7 @@ struct NoSecretsInLogsTests {
         try appendToFile(spoolPath, Array(corpus.lines.map { $0 + "\n" }.joined().utf8))
         let records = LogCapture(label: "fp-test")
         let clock = TestClock(ms: fixture.startMs)
-        var options = FilterAppOptions(
-            accounts: [.init(identity: fixture.identityPath, contacts: fixture.contactsPath)],
-            statePath: fixture.path("state.sqlite")
-        )
-        options.input = .spool(path: spoolPath)
-        options.exitAtEndOfInput = true
-        options.decisionsPath = fixture.path("decisions.jsonl")
+        var options = fixture.spoolRunOptions(spoolPath)
         options.eventsPath = fixture.path("events.jsonl")
         options.clock = clock.wallClock
         let parts = try FilterApp.build(options, logger: records.logger)

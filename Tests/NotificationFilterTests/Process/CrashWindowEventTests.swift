@@ -90,13 +90,7 @@ struct CrashWindowEventTests {
         #expect(self.events(eventsPath, callID) == ["ringing"], "the state a kill in that window leaves")
 
         // The restart, as `e2ee-filter run --spool … --exit-at-end` does it.
-        var options = FilterAppOptions(
-            accounts: [.init(identity: fixture.identityPath, contacts: fixture.contactsPath)],
-            statePath: statePath
-        )
-        options.input = .spool(path: spoolPath)
-        options.exitAtEndOfInput = true
-        options.decisionsPath = fixture.path("decisions.jsonl")
+        var options = fixture.spoolRunOptions(spoolPath, state: statePath)
         options.eventsPath = eventsPath
         try await FilterApp.build(options, logger: logger).daemon.run()
 
@@ -179,13 +173,7 @@ struct CrashWindowEventTests {
         }
         #expect(self.events(eventsPath, hungUp).isEmpty, "the state a kill in that window leaves")
 
-        var options = FilterAppOptions(
-            accounts: [.init(identity: fixture.identityPath, contacts: fixture.contactsPath)],
-            statePath: statePath
-        )
-        options.input = .spool(path: spoolPath)
-        options.exitAtEndOfInput = true
-        options.decisionsPath = fixture.path("decisions.jsonl")
+        var options = fixture.spoolRunOptions(spoolPath, state: statePath)
         options.eventsPath = eventsPath
         try await FilterApp.build(options, logger: logger).daemon.run()
 

@@ -82,13 +82,11 @@ struct CrashWindowRecoveryTests {
             }
         }
         for _ in 0..<2 {
-            var options = FilterAppOptions(
-                accounts: [.init(identity: fixture.identityPath, contacts: fixture.contactsPath)],
-                statePath: statePath
+            var options = fixture.spoolRunOptions(
+                spoolPath,
+                state: statePath,
+                decisions: fixture.path("\(tag).decisions.jsonl")
             )
-            options.input = .spool(path: spoolPath)
-            options.exitAtEndOfInput = true
-            options.decisionsPath = fixture.path("\(tag).decisions.jsonl")
             options.eventsPath = eventsPath
             try await FilterApp.build(options, logger: self.logger).daemon.run()
         }

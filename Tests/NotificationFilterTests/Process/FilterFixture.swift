@@ -1,5 +1,6 @@
 import E2EECore
 import Foundation
+import NotificationFilter
 import PushTransport
 import TestSupport
 import Testing
@@ -48,6 +49,23 @@ final class FilterFixture: Sendable {
     }
 
     func path(_ name: String) -> String { self.directory + "/" + name }
+
+    /// Options of `e2ee-filter run --spool <spool> --exit-at-end` as bob, over `state` (default state.sqlite), with
+    /// decisions in `decisions` (default decisions.jsonl).
+    func spoolRunOptions(
+        _ spool: String,
+        state: String? = nil,
+        decisions: String? = nil
+    ) -> FilterAppOptions {
+        var options = FilterAppOptions(
+            accounts: [.init(identity: self.identityPath, contacts: self.contactsPath)],
+            statePath: state ?? self.path("state.sqlite")
+        )
+        options.input = .spool(path: spool)
+        options.exitAtEndOfInput = true
+        options.decisionsPath = decisions ?? self.path("decisions.jsonl")
+        return options
+    }
 
     /// Writes `identity`'s card into the contacts folder with its device key id swapped for `other`'s: a card whose
     /// key id does not match its key, which the filter must refuse. Returns the card's path.
