@@ -24,10 +24,11 @@ struct Deliver: AsyncParsableCommand {
     func run() async throws {
         try await runCLI {
             let client = try self.delivery.makeClient()
+            let formats = SendPushServices.formats(topic: nil)
             let summary = await SendPipeline(depth: self.delivery.pipelineDepth).run(
                 lines: StandardInputLines(),
                 client: client,
-                prepare: { _, line in BatchRequests.prepareRequestLine(line) },
+                prepare: { _, line in BatchRequests.prepareRequestLine(line, formats: formats) },
                 output: printLine
             )
             await client.shutdown()

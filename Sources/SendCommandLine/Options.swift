@@ -100,6 +100,19 @@ struct PushOptions: ParsableArguments {
 
     /// `--topic`, else `$E2EE_TOPIC`; `nil` lets each recipient card's APNs address decide.
     var override: String? { self.topic ?? ProcessInfo.processInfo.environment["E2EE_TOPIC"] }
+
+    /// The formats of the push services `e2ee-send` seals for, with `--topic` applied.
+    var formats: [any PushFormat] { SendPushServices.formats(topic: self.override) }
+}
+
+/// The push services `e2ee-send` sends to (docs/EXTENDING.md §2): the format that frames each one's pushes, and,
+/// in ``DeliveryOptions/makeClient()``, the client that delivers them with `--deliver`. A second service adds its
+/// format here, and its option group and client to ``DeliveryOptions``; the commands take both from here.
+enum SendPushServices {
+    /// Each service's format; the first frames a push to a device without a push address (`--device-token`).
+    static func formats(topic: String?) -> [any PushFormat] {
+        [APNsFormat(topic: topic)]
+    }
 }
 
 /// A device's push address, as `keygen`, `device request`, `card` and `relay register` take it: an APNs token with
@@ -167,7 +180,12 @@ struct DeliveryOptions: ParsableArguments {
         }
     }
 
-    func makeClient() throws(SenderError) -> APNsClient {
+    /// The client of each push service (``SendPushServices``), as one: each push goes to its service's.
+    func makeClient() throws(SenderError) -> PushClients {
+        PushClients([.apns: try self.makeAPNsClient()])
+    }
+
+    func makeAPNsClient() throws(SenderError) -> APNsClient {
         let (keyID, teamID) = try self.apns.credentials(for: "--deliver")
         let key = try self.apns.signingKey()
         let configuration = try APNsClientConfiguration(

@@ -36,7 +36,7 @@ struct RelayOptions: ParsableArguments {
         guard let client = try self.makeClient() else { return nil }
         return RelaySender(
             client: client,
-            builder: PushBuilder(identity: id),
+            builder: PushBuilder(identity: id, formats: SendPushServices.formats(topic: nil)),
             trust: trust,
             contacts: contacts,
             tokenFile: tokenFile,

@@ -27,7 +27,7 @@ struct SendOptions: ParsableArguments {
             var trust = try self.pins.trust(identityPath: self.identity.identityPath, contacts: self.recipient.contacts)
             let list = try trust.list(for: self.recipient.to)
             let messageID = self.recipient.messageID ?? .random()
-            let pushes = try PushBuilder(identity: id, topic: self.push.override).fanOut(
+            let pushes = try PushBuilder(identity: id, formats: self.push.formats).fanOut(
                 try makeContent(id),
                 to: list,
                 deviceToken: self.recipient.deviceToken,
@@ -338,7 +338,7 @@ struct Batch: AsyncParsableCommand {
     func runBatch() async throws {
         let id = try self.identity.load()
         var batch = BatchRequests(
-            builder: PushBuilder(identity: id, topic: self.push.override),
+            builder: PushBuilder(identity: id, formats: self.push.formats),
             trust: try self.pins.trust(identityPath: self.identity.identityPath, contacts: self.contacts)
         )
         let client = self.delivery.deliver ? try self.delivery.makeClient() : nil

@@ -44,4 +44,8 @@ public struct APNsFormat: PushFormat {
             )
         }
     }
+
+    public func request(fromLine line: String) throws(SenderError) -> any OutgoingPush {
+        try APNsRequest.parse(requestLine: line)
+    }
 }

@@ -43,4 +43,12 @@ public protocol PushFormat: Sendable {
         overrides: PushOverrides,
         recipient: String
     ) throws(SenderError) -> @Sendable (SealedPush) -> any OutgoingPush
+
+    /// Reads one of this service's request lines, as ``OutgoingPush/jsonLine(device:)`` prints them, to send it as
+    /// it is (`e2ee-send deliver`). A line names its service by a top-level `"service"` key, except a line of the
+    /// first format of the list ``BatchRequests/prepareRequestLine(_:formats:)`` is given (APNs' lines name none).
+    ///
+    /// - Throws: `.badRequest` saying what the line lacks; the message never repeats the line (it may hold an
+    ///   envelope).
+    func request(fromLine line: String) throws(SenderError) -> any OutgoingPush
 }

@@ -1,4 +1,5 @@
 public import E2EECore
+import Foundation
 
 /// Turns `e2ee-send batch` lines (``SendRequest`` JSON objects) into sealed pushes for ``SendPipeline``: one item
 /// per device of the recipient (fan-out, docs/PROTOCOL.md §11.7).
@@ -86,12 +87,75 @@ public struct BatchRequests: Sendable {
         }
     }
 
-    /// Parses one request line for `e2ee-send deliver` (sent as it is, nothing re-sealed).
-    public static func prepareRequestLine(_ line: String) -> [PipelineItem] {
-        do {
-            return [.deliver(try APNsRequest.parse(requestLine: line), messageID: nil)]
+    /// Parses one request line for `e2ee-send deliver` (sent as it is, nothing re-sealed) with the format of the
+    /// service it names (``requestLineService(_:)``), or with the first of `formats` when it names none.
+    ///
+    /// - Returns: the request, or one failed item: `unsupported-push-service` for a service without a format here,
+    ///   else the format's error.
+    public static func prepareRequestLine(_ line: String, formats: [any PushFormat]) -> [PipelineItem] {
+        precondition(!formats.isEmpty, "reading request lines needs the format of at least one push service")
+        let format: any PushFormat
+        if let service = Self.requestLineService(line) {
+            guard let named = formats.first(where: { $0.service == service }) else {
+                let services = formats.map(\.service.rawValue).joined(separator: ", ")
+                return [
+                    .failed(
+                        SenderError(
+                            .unsupportedPushService,
+                            "the line is a request of \(service.rawValue), and this sender delivers to \(services) only"
+                        )
+                    )
+                ]
+            }
+            format = named
+        } else {
+            format = formats[0]
+        }
+        do throws(SenderError) {
+            return [.deliver(try format.request(fromLine: line), messageID: nil)]
         } catch {
             return [.failed(error)]
+        }
+    }
+
+    /// The service a request line names by its top-level `"service"` key (a string); nil when it names none, or
+    /// when the line is not a JSON object (its format's reading then says what is wrong). A line without the text
+    /// `"service"` anywhere, as every APNs line, is not decoded here.
+    public static func requestLineService(_ line: String) -> PushService? {
+        guard Self.mentionsServiceKey(line) else { return nil }
+        guard let named = try? JSONDecoder().decode(ServiceKey.self, from: Data(line.utf8)) else { return nil }
+        return named.service.map { PushService(rawValue: $0) }
+    }
+
+    private static let serviceKey = Array("\"service\"".utf8)
+
+    /// Whether the text `"service"` appears anywhere in `line`: one pass over its bytes, so that an APNs line (which
+    /// never has it) costs no second decoding.
+    static func mentionsServiceKey(_ line: String) -> Bool {
+        var line = line
+        return line.withUTF8 { bytes in
+            let key = Self.serviceKey
+            guard bytes.count >= key.count else { return false }
+            for start in 0...(bytes.count - key.count) where bytes[start] == key[0] {
+                var matched = 1
+                while matched < key.count, bytes[start + matched] == key[matched] { matched += 1 }
+                if matched == key.count { return true }
+            }
+            return false
+        }
+    }
+
+    /// The top-level `"service"` key of a request line, leniently: any other type reads as none.
+    private struct ServiceKey: Decodable {
+        var service: String?
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            self.service = try? container.decodeIfPresent(String.self, forKey: .service)
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case service
         }
     }
 }

@@ -230,4 +230,43 @@ struct SendCLIDefectTests {
         #expect(json["ok"] as? Bool == false)
         #expect(r.stderr.contains("push not answered by APNs"))
     }
+
+    @Test(
+        "deliver: a line of a service this sender has no client for gets unsupported-push-service, unsent; the next is sent"
+    )
+    func deliverOtherServicesLine() async throws {
+        let dir = try await Self.keys()
+        let made = try await ChildProcess.run(
+            "e2ee-gateway",
+            ["provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", dir]
+        )
+        try #require(made.status == 0, "\(made.stderr)")
+        let token = String(repeating: "ab", count: 32)
+        let apnsLine = #"{"body":"{}","device_token":"\#(token)","headers":{"apns-id":"X"}}"#
+        let r = try await CLI.run(
+            [
+                "deliver", "--apns-url", "https://127.0.0.1:9", "--apns-key-file", "\(dir)/AuthKey_KEY1234567.p8",
+                "--apns-key-id", "KEY1234567", "--apns-team-id", "TEAM123456", "--timeout", "5", "--window", "1",
+            ],
+            stdin: #"{"message":{"token":"t1"},"service":"fcm"}"# + "\n" + apnsLine + "\n"
+        )
+        // The first failure decides the status: unsupported-push-service's (65), not the second line's (75).
+        #expect(r.status == 65, "\(r.stderr)")
+        let lines = r.stdout.split(separator: "\n").map { String($0) }
+        #expect(lines.count == 2, "stdout: \(r.stdout)")
+        let first = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+        #expect(first["line"] as? Int == 1)
+        #expect(first["ok"] as? Bool == false)
+        #expect(first["error"] as? String == "unsupported-push-service")
+        #expect(
+            first["error_message"] as? String
+                == "the line is a request of fcm, and this sender delivers to apns only"
+        )
+        // Only the APNs line was tried: nothing listens on port 9, so its one attempt failed to connect.
+        let second = try #require(try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any])
+        #expect(second["line"] as? Int == 2)
+        #expect(second["device_token"] as? String == token)
+        #expect(second["attempts"] as? Int == 1)
+        #expect(second["local"] as? String == "connectionError")
+    }
 }

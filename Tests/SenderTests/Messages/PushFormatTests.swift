@@ -9,11 +9,13 @@ import Testing
 /// service's padding and frames it with that service's ``PushFormat``. A second service is one more format.
 @Suite("Push formats")
 struct PushFormatTests {
-    /// A push of the "fake" service: the address and the sealed envelope, as its client would send them.
+    /// A push of the "fake" service: the address and the sealed envelope, as its client would send them (a push
+    /// read back from its request line keeps the address alone).
     struct FakePush: OutgoingPush {
         let address: String
-        let envelope: Envelope
-        func jsonLine(device: String?) -> String { "{\"fake\":\"\(self.address)\"}" }
+        let envelope: Envelope?
+        var service: PushService { PushService(rawValue: "fake") }
+        func jsonLine(device: String?) -> String { "{\"fake\":\"\(self.address)\",\"service\":\"fake\"}" }
     }
 
     /// The "fake" service: addresses `tok-…` (stored lower-cased), one padding bucket of 512 bytes.
@@ -37,6 +39,16 @@ struct PushFormatTests {
             }
             let checked = try self.checkedAddress(given)
             return { FakePush(address: checked, envelope: $0.envelope) }
+        }
+
+        func request(fromLine line: String) throws(SenderError) -> any OutgoingPush {
+            struct Line: Decodable {
+                var fake: String
+                var service: String
+            }
+            guard let read = try? JSONDecoder().decode(Line.self, from: Data(line.utf8)), read.service == "fake"
+            else { throw SenderError(.badRequest, "not a fake request line") }
+            return FakePush(address: read.fake, envelope: nil)
         }
     }
 
@@ -64,11 +76,12 @@ struct PushFormatTests {
         let fake = try #require(tablet.push as? FakePush)
         #expect(fake.address == "tok-tablet")
         #expect(tablet.bucket == 512)
-        #expect(fake.envelope.ciphertext.count == 512 + CryptoSuite.classical.tagLength)
-        #expect(fake.jsonLine(device: "tablet") == "{\"fake\":\"tok-tablet\"}")
+        let envelope = try #require(fake.envelope)
+        #expect(envelope.ciphertext.count == 512 + CryptoSuite.classical.tagLength)
+        #expect(fake.jsonLine(device: "tablet") == "{\"fake\":\"tok-tablet\",\"service\":\"fake\"}")
         let book = ContactBook([try d.alice.card()])
         let opened = try PushPayload.open(
-            fake.envelope,
+            envelope,
             deviceKey: { d.tablet.deviceKey(for: $0, nowMs: 2) },
             signingKey: { book.signingKey(userID: $0, keyID: $1) }
         )
@@ -120,5 +133,66 @@ struct PushFormatTests {
         let apnsFirst = try PushBuilder(identity: d.alice, topic: Devices.topic)
             .fanOut(Self.text, to: bare, deviceToken: Devices.tabletToken)
         #expect(try apnsFirst[0].outcome.get().request.deviceToken == Devices.tabletToken)
+    }
+
+    @Test("deliver's request lines: each is read by the format of the service it names, an APNs line names none")
+    func requestLines() throws {
+        let d = try Devices()
+        let builder = PushBuilder(identity: d.alice, formats: [APNsFormat(), FakeFormat()])
+        let pushes = try builder.fanOut(Self.text, to: try Self.mixed(d), sentAtMs: 5)
+        let apnsLine = try pushes[0].outcome.get().push.jsonLine(device: "phone")
+        let fakeLine = try pushes[1].outcome.get().push.jsonLine(device: "tablet")
+        let formats: [any PushFormat] = [APNsFormat(), FakeFormat()]
+        #expect(BatchRequests.requestLineService(apnsLine) == nil)
+        #expect(!BatchRequests.mentionsServiceKey(apnsLine))
+        #expect(BatchRequests.mentionsServiceKey(#""service""#))
+        // Escaped inside a string the key is `\"service\"`: no match, so no second decoding.
+        #expect(!BatchRequests.mentionsServiceKey(#"{"a":"\"service\""}"#))
+        #expect(!BatchRequests.mentionsServiceKey(#"{"servic":1,"services":2}"#))
+        #expect(!BatchRequests.mentionsServiceKey(#""servic""#))
+        #expect(BatchRequests.requestLineService(fakeLine) == PushService(rawValue: "fake"))
+
+        let apns = BatchRequests.prepareRequestLine(apnsLine, formats: formats)
+        guard case .deliver(let request, nil, nil) = try #require(apns.first), apns.count == 1 else {
+            Issue.record("the APNs line gave \(apns)")
+            return
+        }
+        #expect(request as? APNsRequest == (try pushes[0].outcome.get().apnsRequest))
+
+        let fake = BatchRequests.prepareRequestLine(fakeLine, formats: formats)
+        guard case .deliver(let push, nil, nil) = try #require(fake.first), fake.count == 1 else {
+            Issue.record("the fake line gave \(fake)")
+            return
+        }
+        #expect((push as? FakePush)?.address == "tok-tablet")
+
+        // "service" inside a body or a header is not the line's: the APNs format reads the line.
+        var quoted = try pushes[0].outcome.get().apnsRequest!
+        quoted.headers["x-note"] = #""service":"fake""#
+        let inHeader = BatchRequests.prepareRequestLine(quoted.jsonLine(), formats: formats)
+        guard case .deliver(let read, nil, nil) = try #require(inHeader.first) else {
+            Issue.record("the quoted line gave \(inHeader)")
+            return
+        }
+        #expect(read as? APNsRequest == quoted)
+
+        // A service without a format here, a fake line given only APNs, and a malformed line: one failure each.
+        let refusals = [
+            (#"{"fake":"tok-x","service":"third"}"#, formats, SenderError.Code.unsupportedPushService),
+            (fakeLine, [APNsFormat()] as [any PushFormat], .unsupportedPushService),
+            (#"{"service":"fake","fake":1}"#, formats, .badRequest),
+            (#"{"body":"x","service":7}"#, formats, .badRequest),
+        ]
+        for (line, formats, code) in refusals {
+            let items = BatchRequests.prepareRequestLine(line, formats: formats)
+            guard case .failed(let error, nil) = try #require(items.first), items.count == 1 else {
+                Issue.record("\(line) gave \(items)")
+                continue
+            }
+            #expect(error.code == code, "\(line)")
+        }
+        let third = BatchRequests.prepareRequestLine(#"{"service":"third"}"#, formats: formats)
+        guard case .failed(let error, _) = try #require(third.first) else { return }
+        #expect(error.message == "the line is a request of third, and this sender delivers to apns, fake only")
     }
 }

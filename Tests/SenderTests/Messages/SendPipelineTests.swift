@@ -205,7 +205,7 @@ struct SendPipelineTests {
             let summary = await SendPipeline(depth: 4).run(
                 lines: [good, "{}", good],
                 client: client,
-                prepare: { _, line in BatchRequests.prepareRequestLine(line) },
+                prepare: { _, line in BatchRequests.prepareRequestLine(line, formats: [APNsFormat()]) },
                 output: { line in written.append(try! JSONDecoder().decode(SendResultLine.self, from: Data(line.utf8)))
                 }
             )
@@ -341,6 +341,7 @@ struct SendPipelineTests {
     /// A push of a service of the tests' own.
     struct FakePush: OutgoingPush {
         var text: String
+        var service = PushService(rawValue: "fake")
         func jsonLine(device: String?) -> String { #"{"fake":"\#(self.text)"}"# }
     }
 
@@ -348,8 +349,16 @@ struct SendPipelineTests {
     final class FakeClient: PushClient {
         let maximumInFlight: Int
         private let sent = PThreadMutex<[String]>([])
-        init(maximumInFlight: Int) { self.maximumInFlight = maximumInFlight }
+        /// What its answers' device tokens start with.
+        let prefix: String
+        private let shutdowns = PThreadMutex(0)
+        init(maximumInFlight: Int, prefix: String = "fake") {
+            self.maximumInFlight = maximumInFlight
+            self.prefix = prefix
+        }
         var sentTexts: [String] { self.sent.withLock { $0 } }
+        var shutdownCount: Int { self.shutdowns.withLock { $0 } }
+        func shutdown() async { self.shutdowns.withLock { $0 += 1 } }
 
         func send(_ push: any OutgoingPush, line: Int, messageID: MessageID?, device: String?) async -> SendResultLine {
             guard let push = push as? FakePush else {
@@ -358,7 +367,7 @@ struct SendPipelineTests {
             self.sent.withLock { $0.append(push.text) }
             return SendResultLine(
                 line: line,
-                result: APNsResult(deviceToken: "fake-\(push.text)", status: 200, attempts: 1),
+                result: APNsResult(deviceToken: "\(self.prefix)-\(push.text)", status: 200, attempts: 1),
                 messageID: messageID,
                 device: device
             )
@@ -397,6 +406,43 @@ struct SendPipelineTests {
             output: { printed.append($0) }
         )
         #expect(printed == texts.map { #"{"fake":"\#($0)"}"# })
+    }
+
+    @Test("clients of two services as one: each push goes to its service's client, a third service's is refused unsent")
+    func clientsByService() async throws {
+        let fake = FakeClient(maximumInFlight: 1)
+        let other = FakeClient(maximumInFlight: 4, prefix: "other")
+        let clients = PushClients([PushService(rawValue: "fake"): fake, PushService(rawValue: "other"): other])
+        #expect(clients.maximumInFlight == 4)
+        let services = ["fake", "other", "third", "fake", "other"]
+        var written: [String] = []
+        let summary = await SendPipeline(depth: 4).run(
+            lines: services,
+            client: clients,
+            prepare: { number, service in
+                let push = FakePush(text: "p\(number)", service: PushService(rawValue: service))
+                return [.deliver(push, messageID: nil, device: "d\(number)")]
+            },
+            output: { written.append($0) }
+        )
+        #expect(summary.results == 5)
+        #expect(summary.failures == 1)
+        #expect(summary.firstFailureLine == 3)
+        #expect(summary.firstFailure?.code == .unsupportedPushService)
+        #expect(
+            summary.firstFailure?.message
+                == "the push for line 3 goes to third, and this sender delivers to fake, other only"
+        )
+        #expect(fake.sentTexts == ["p1", "p4"])
+        #expect(other.sentTexts.sorted() == ["p2", "p5"])
+        let lines = written.map { try? JSONDecoder().decode(SendResultLine.self, from: Data($0.utf8)) }
+        #expect(lines.map { $0?.line } == [1, 2, 3, 4, 5])
+        #expect(lines.map { $0?.device } == ["d1", "d2", "d3", "d4", "d5"])
+        #expect(lines.map { $0?.deviceToken } == ["fake-p1", "other-p2", nil, "fake-p4", "other-p5"])
+        #expect(lines.map { $0?.ok } == [true, true, false, true, true])
+        await clients.shutdown()
+        #expect(fake.shutdownCount == 1)
+        #expect(other.shutdownCount == 1)
     }
 
     @Test("the APNs client refuses a push of another service: unsupported-push-service, nothing sent, no connection")
