@@ -206,6 +206,7 @@ let package = Package(
         .target(
             name: "APNsGateway",
             dependencies: [
+                "E2EECore",
                 "Locking",
                 "LoopbackPKI",
                 "ConnectionGuard",

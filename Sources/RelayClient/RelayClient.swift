@@ -143,7 +143,7 @@ public final class RelayClient: Sendable {
         deviceID: String,
         address: RegisteredAddress,
         signingKey: SigningPrivateKey,
-        nowMs: UInt64 = UInt64(RelayClock.nowMs())
+        nowMs: UInt64 = WallClock.system.unsignedMs
     ) async throws(RelayError) {
         let registration = try RelayAuthorization.signedRegistration(
             userID: userID,
@@ -174,7 +174,7 @@ public final class RelayClient: Sendable {
         deviceID: String,
         tokens: [DeliveryToken],
         signingKey: SigningPrivateKey,
-        nowMs: UInt64 = UInt64(RelayClock.nowMs())
+        nowMs: UInt64 = WallClock.system.unsignedMs
     ) async throws(RelayError) -> Int {
         let set = try RelayAuthorization.signedTokenSet(
             userID: userID,
@@ -206,7 +206,7 @@ public final class RelayClient: Sendable {
         userID: String,
         pushes: [(deviceID: String, envelope: Envelope)],
         token: DeliveryToken,
-        idempotencyKey: String = RelayClock.newIdempotencyKey(),
+        idempotencyKey: String = IdempotencyKey.random(),
         attempts: Int = 3
     ) async throws(RelayError) -> RelayAPI.SubmitResponse {
         let request = RelayAPI.SubmitRequest(

@@ -235,13 +235,11 @@ package enum RelayJSON {
     }
 }
 
-/// The wall clock and fresh ids, as default arguments of the public API.
-public enum RelayClock: Sendable {
-    /// Milliseconds since 1970.
-    public static func nowMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
-
+/// Fresh idempotency keys, as a default argument of the public API. (The time is E2EECore's `WallClock`, as
+/// everywhere else.)
+public enum IdempotencyKey: Sendable {
     /// A new idempotency key (a lowercase UUID).
-    public static func newIdempotencyKey() -> String { RandomID.uuidText() }
+    public static func random() -> String { RandomID.uuidText() }
 }
 
 /// Fresh random identifiers from the system's generator, 8 bytes per `getrandom`.

@@ -1,5 +1,6 @@
 import APNsGateway
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("Accepted pushes")

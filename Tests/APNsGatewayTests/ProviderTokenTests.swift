@@ -1,6 +1,7 @@
 import APNsGateway
 import Crypto
 import Foundation
+import TestSupport
 import Testing
 
 @Suite("Provider token authentication")
@@ -60,7 +61,7 @@ struct ProviderTokenTests {
             #expect(expired.status == 403)
             #expect(expired.reason == "ExpiredProviderToken")
             // The token the first connection uses also expires as the clock moves on.
-            clock.advance(by: 2 * 60)
+            clock.advance(seconds: 2 * 60)
             let later = try await self.push(fresh, try key.bearer(issuedAt: clock.now.addingTimeInterval(-61 * 60)))
             #expect(later.status == 403)
             #expect(later.reason == "ExpiredProviderToken")
@@ -104,7 +105,7 @@ struct ProviderTokenTests {
             defer { Task { await client.close() } }
             let first = try key.bearer(issuedAt: clock.now)
             #expect(try await self.push(client, first).status == 200)
-            clock.advance(by: 10 * 60)
+            clock.advance(seconds: 10 * 60)
             #expect(try await self.push(client, first).status == 200)
             let second = try key.bearer(issuedAt: clock.now)
             let tooSoon = try await self.push(client, second)
@@ -112,7 +113,7 @@ struct ProviderTokenTests {
             #expect(tooSoon.reason == "TooManyProviderTokenUpdates")
             // The refused token did not replace the first one.
             #expect(try await self.push(client, first).status == 200)
-            clock.advance(by: 10 * 60 + 1)
+            clock.advance(seconds: 10 * 60 + 1)
             #expect(try await self.push(client, second).status == 200)
             // A new connection may start with any valid token.
             let other = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
@@ -140,7 +141,7 @@ struct ProviderTokenTests {
             let client = try await H2TestClient.connect(port: port, caPath: server.caCertificatePath)
             defer { Task { await client.close() } }
             #expect(try await self.push(client, try key.bearer(issuedAt: clock.now)).status == 200)
-            clock.advance(by: 30 * 60)
+            clock.advance(seconds: 30 * 60)
             let response = try await self.push(client, try otherTeam.bearer(issuedAt: clock.now))
             #expect(response.status == 403)
             #expect(response.reason == "UnrelatedKeyIdInToken")

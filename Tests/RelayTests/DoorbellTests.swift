@@ -1,3 +1,4 @@
+import E2EECore
 import Foundation
 import Logging
 import Testing
@@ -143,7 +144,7 @@ struct DoorbellTests {
             try await waitUntil(tries: 600, every: .milliseconds(10)) { delivery.doorbell.waiting == 1 }
             _ = try await store.enqueue(
                 NewSubmit(userID: "u", idempotencyKey: "k", requestDigest: [1], pushes: [("ok", "p1", [7])]),
-                nowMs: RelayClock.nowMs()
+                nowMs: WallClock.system.nowMs
             )
             delivery.doorbell.ring()
             try await waitUntil(tries: 600, every: .milliseconds(10)) { !deliverer.deliveries.isEmpty }

@@ -3,6 +3,7 @@ import Foundation
 import Locking
 import Logging
 import RelayClient
+import TestSupport
 import Testing
 
 @testable import Relay
@@ -63,7 +64,7 @@ struct RelayDelivererTests {
         _ store: any RelayStore,
         _ deliverer: any PushDeliverer,
         maxAttempts: Int = 12,
-        now: @escaping @Sendable () -> Int64 = { 1000 }
+        clock: WallClock = .fixed(1000)
     ) -> DeliveryService {
         var configuration = DeliveryService.Configuration(owner: "fake")
         configuration.jitter = 0
@@ -73,7 +74,7 @@ struct RelayDelivererTests {
             deliverer: deliverer,
             metrics: RelayMetrics(),
             configuration: configuration,
-            now: now,
+            clock: clock,
             logger: Logger(label: "delivery")
         )
     }
@@ -192,7 +193,7 @@ struct RelayDelivererTests {
                 deliverers: [apns, second],
                 metrics: RelayMetrics(),
                 configuration: configuration,
-                now: { 1000 },
+                clock: .fixed(1000),
                 logger: Logger(label: "delivery")
             )
             #expect(await delivery.runOnce() == Self.devices.count)
@@ -267,17 +268,17 @@ struct RelayDelivererTests {
                         signal: .unreachable("down")
                     )
             }
-            let clock = TestClock(1000)
-            let delivery = Self.service(store, deliverer, now: clock.closure)
+            let clock = TestClock(ms: 1000)
+            let delivery = Self.service(store, deliverer, clock: clock.wallClock)
             await delivery.runOnce()
             #expect(
-                delivery.health.verdict(nowMs: clock.ms)
+                delivery.health.verdict(nowMs: clock.nowMs)
                     == .apnsUnreachable("the last \(Self.devices.count) deliveries did not reach APNs: down")
             )
             reachable.withLock { $0 = true }
             clock.advance(ms: 10_000)
             #expect(await delivery.runOnce() == Self.devices.count)
-            #expect(delivery.health.verdict(nowMs: clock.ms) == .working)
+            #expect(delivery.health.verdict(nowMs: clock.nowMs) == .working)
         }
     }
 }

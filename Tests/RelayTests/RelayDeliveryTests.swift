@@ -20,7 +20,7 @@ struct RelayDeliveryTests {
             deliverer: APNsDeliverer(clients: ["development": client, "production": client]),
             metrics: fixture.metrics,
             configuration: configuration,
-            now: fixture.clock.closure,
+            clock: fixture.clock.wallClock,
             logger: Logger(label: "delivery")
         )
     }
@@ -125,7 +125,7 @@ struct RelayDeliveryTests {
                         deviceID: "tablet",
                         address: TestUser.address("tablet2"),
                         signingKey: bob.device("tablet").signingKey,
-                        nowMs: UInt64(fixture.clock.ms)
+                        nowMs: UInt64(fixture.clock.nowMs)
                     )
                     try await fixture.service.registerPush(
                         userID: "bob",
@@ -249,18 +249,23 @@ struct RelayDeliveryTests {
             let leasedByA = try await fixture.store.lease(
                 owner: "A",
                 limit: 10,
-                nowMs: fixture.clock.ms,
+                nowMs: fixture.clock.nowMs,
                 leaseMs: 60_000
             )
             #expect(leasedByA.count == 1)
             #expect(
-                try await fixture.store.lease(owner: "B", limit: 10, nowMs: fixture.clock.ms + 59_999, leaseMs: 60_000)
-                    .isEmpty
+                try await fixture.store.lease(
+                    owner: "B",
+                    limit: 10,
+                    nowMs: fixture.clock.nowMs + 59_999,
+                    leaseMs: 60_000
+                )
+                .isEmpty
             )
             let leasedByB = try await fixture.store.lease(
                 owner: "B",
                 limit: 10,
-                nowMs: fixture.clock.ms + 60_000,
+                nowMs: fixture.clock.nowMs + 60_000,
                 leaseMs: 60_000
             )
             #expect(leasedByB.map(\.pushID) == leasedByA.map(\.pushID))
@@ -270,7 +275,7 @@ struct RelayDeliveryTests {
                     leasedByB[0].pushID,
                     owner: "B",
                     outcome: .delivered(status: 200),
-                    nowMs: fixture.clock.ms
+                    nowMs: fixture.clock.nowMs
                 ) == .recorded
             )
             // A was only slow: it completes too.
@@ -279,7 +284,7 @@ struct RelayDeliveryTests {
                     leasedByA[0].pushID,
                     owner: "A",
                     outcome: .delivered(status: 200),
-                    nowMs: fixture.clock.ms
+                    nowMs: fixture.clock.nowMs
                 ) == .alreadyCompleted
             )
             #expect(try await fixture.store.push(leasedByA[0].pushID)?.completions == 2)

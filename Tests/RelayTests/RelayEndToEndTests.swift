@@ -44,7 +44,7 @@ struct RelayEndToEndTests {
                 deliverer: APNsDeliverer(clients: clients),
                 metrics: fixture.metrics,
                 configuration: configuration.delivery,
-                now: fixture.clock.closure,
+                clock: fixture.clock.wallClock,
                 logger: Logger(label: "delivery")
             )
             let ports = AsyncStream.makeStream(of: Int.self)
@@ -85,7 +85,7 @@ struct RelayEndToEndTests {
                         try await withClient("https://127.0.0.1:\(relay.port)", ca: relay.caPath) { client in
                             let alice = try TestUser.make("alice", devices: ["laptop"])
                             let bob = try TestUser.make("bob")
-                            let now = UInt64(fixture.clock.ms)
+                            let now = UInt64(fixture.clock.nowMs)
 
                             #expect(try await client.publish(bob.list) == .init(listVersion: 2, stored: true))
                             for device in bob.devices {
@@ -170,7 +170,7 @@ struct RelayEndToEndTests {
                                     json: forged.jsonData(),
                                     devices: forged.devices.map { ($0.deviceID, $0.signingKey.rawRepresentation) }
                                 ),
-                                nowMs: fixture.clock.ms
+                                nowMs: fixture.clock.nowMs
                             )
                             do {
                                 _ = try await client.fetchList(userID: "bob")

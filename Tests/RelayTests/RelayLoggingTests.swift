@@ -51,7 +51,7 @@ struct RelayLoggingTests {
                         deliverer: APNsDeliverer(clients: ["development": client]),
                         metrics: metrics,
                         configuration: configuration,
-                        now: clock.closure,
+                        clock: clock.wallClock,
                         logger: logger
                     )
                     #expect(await delivery.runOnce() == 2)

@@ -146,7 +146,7 @@ struct RelayPushServiceKindTests {
             let group = ServiceGroup(configuration: .init(services: [relay], logger: Logger(label: "group")))
             let running = Task { try await group.run() }
             let port = try await RelayBuilderTests.listeningPort(options)
-            let now = UInt64(RelayClock.nowMs())
+            let now = UInt64(WallClock.system.nowMs)
             let bob = try TestUser.make("bob", devices: ["phone", "watch"], nowMs: now)
             let sealed = try bob.sealText(from: bob.device("phone"), to: "watch", padding: FakeServiceRules.padding)
             try await withClient("https://127.0.0.1:\(port)", ca: folder.file("tls/ca.pem")) { client in

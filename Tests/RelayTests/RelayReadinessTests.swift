@@ -126,7 +126,7 @@ struct RelayReadinessTests {
                         deliverer: APNsDeliverer(clients: ["development": apns]),
                         metrics: fixture.metrics,
                         configuration: DeliveryService.Configuration(owner: "test"),
-                        now: fixture.clock.closure,
+                        clock: fixture.clock.wallClock,
                         logger: Logger(label: "delivery")
                     )
                     #expect(await delivery.runOnce() == 2)
@@ -138,7 +138,7 @@ struct RelayReadinessTests {
                     #expect(json.contains(#""failed_reason":"DeviceTokenNotForTopic""#), "\(json)")
                     #expect(json.contains(#""push":"failed""#))
                     // APNs answered: delivery works, the address was wrong.
-                    #expect(delivery.health.verdict(nowMs: fixture.clock.ms) == .working)
+                    #expect(delivery.health.verdict(nowMs: fixture.clock.nowMs) == .working)
 
                     let code = await relayErrorCode { try await Self.submitOne(fixture, bob, token: token, key: "k2") }
                     #expect(code == .pushAddressFailed)
@@ -174,7 +174,7 @@ struct RelayReadinessTests {
                         deliverer: APNsDeliverer(clients: ["development": apns]),
                         metrics: fixture.metrics,
                         configuration: DeliveryService.Configuration(owner: "test"),
-                        now: fixture.clock.closure,
+                        clock: fixture.clock.wallClock,
                         logger: Logger(label: "delivery")
                     )
                     for round in 0..<3 {
@@ -183,7 +183,7 @@ struct RelayReadinessTests {
                     }
                     #expect(try await fixture.store.counts() == [.queued: 3])
                     #expect(try await fixture.service.fetch(userID: "bob").devices.map(\.push) == [.active])
-                    guard case .failing(let message) = delivery.health.verdict(nowMs: fixture.clock.ms) else {
+                    guard case .failing(let message) = delivery.health.verdict(nowMs: fixture.clock.nowMs) else {
                         Issue.record("readiness does not report the failing deliveries")
                         return
                     }
@@ -208,7 +208,7 @@ struct RelayReadinessTests {
                     deviceID: "phone",
                     address: TestUser.address("phone", topic: topic),
                     signingKey: bob.devices[0].signingKey,
-                    nowMs: UInt64(fixture.clock.ms)
+                    nowMs: UInt64(fixture.clock.nowMs)
                 )
                 let code = await relayErrorCode {
                     try await fixture.service.registerPush(
@@ -237,7 +237,7 @@ struct RelayReadinessTests {
                 deviceID: "phone",
                 tokens: tokens,
                 signingKey: bob.devices[0].signingKey,
-                nowMs: UInt64(fixture.clock.ms)
+                nowMs: UInt64(fixture.clock.nowMs)
             )
             _ = try await fixture.service.replaceTokens(userID: "bob", body: RelayRouter.encode(set))
             func submit(_ token: DeliveryToken, _ key: String) async -> RelayError.Code? {

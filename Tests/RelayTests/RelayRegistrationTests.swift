@@ -114,7 +114,7 @@ struct RelayRegistrationTests {
             let bob = try TestUser.make("bob")
             _ = try await fixture.service.publish(userID: "bob", body: bob.list.jsonData())
             let phone = bob.device("phone")
-            let now = UInt64(fixture.clock.ms)
+            let now = UInt64(fixture.clock.nowMs)
             func register(_ r: RelayAPI.PushRegistration, device: String = "phone") async -> RelayError.Code? {
                 await relayErrorCode {
                     try await fixture.service.registerPush(userID: "bob", deviceID: device, body: RelayRouter.encode(r))
@@ -226,7 +226,7 @@ struct RelayRegistrationTests {
                 deviceID: "tablet",
                 tokens: [new],
                 signingKey: bob.device("tablet").signingKey,
-                nowMs: UInt64(fixture.clock.ms)
+                nowMs: UInt64(fixture.clock.nowMs)
             )
             #expect(try await fixture.service.replaceTokens(userID: "bob", body: RelayRouter.encode(set)) == 1)
             #expect(try await fixture.store.isDeliveryToken(new.sha256, of: "bob"))

@@ -72,7 +72,7 @@ struct RelaySendCLITests {
         func prepare() async throws {
             let client = try RelayClient(baseURL: self.url, trustedCAPEMPath: self.relay.caPath, timeout: .seconds(60))
             do {
-                let now = UInt64(self.fixture.clock.ms)
+                let now = UInt64(self.fixture.clock.nowMs)
                 _ = try await client.publish(self.bob.list)
                 for device in self.bob.devices {
                     try await client.registerPush(
@@ -99,7 +99,7 @@ struct RelaySendCLITests {
                 userID: "alice",
                 displayName: "Alice",
                 deviceID: "laptop",
-                nowMs: UInt64(self.fixture.clock.ms)
+                nowMs: UInt64(self.fixture.clock.nowMs)
             )
             try alice.save(path: self.folder.file("alice.identity"))
             try FileManager.default.createDirectory(
@@ -238,7 +238,7 @@ struct RelaySendCLITests {
                     json: forged.jsonData(),
                     devices: forged.devices.map { ($0.deviceID, $0.signingKey.rawRepresentation) }
                 ),
-                nowMs: setup.fixture.clock.ms
+                nowMs: setup.fixture.clock.nowMs
             )
             let result = try await setup.send(["text", "--to", "bob", "--body", "to a ghost"])
             #expect(result.status == 76)
@@ -261,7 +261,7 @@ struct RelaySendCLITests {
                 json: json,
                 devices: bob.devices.map { ($0.deviceID, $0.signingKey.rawRepresentation) }
             ),
-            nowMs: setup.fixture.clock.ms
+            nowMs: setup.fixture.clock.nowMs
         )
     }
 
@@ -413,7 +413,7 @@ struct RelaySendCLITests {
 struct RelayDeviceCLITests {
     @Test("publish a card, register a push address, create and set a delivery token")
     func publishRegisterTokens() async throws {
-        let fixture = try await ServiceFixture(clockStart: RelayClock.nowMs())
+        let fixture = try await ServiceFixture(clockStart: WallClock.system.nowMs)
         let relay: RelayEndToEndTests.RunningRelay
         do {
             relay = try await RelayEndToEndTests.RunningRelay.start(fixture: fixture, clients: [:])
@@ -423,7 +423,7 @@ struct RelayDeviceCLITests {
         }
         let folder = try TemporaryFolder()
         do {
-            let now = UInt64(RelayClock.nowMs())
+            let now = UInt64(WallClock.system.nowMs)
             let bob = try Identity.generate(userID: "bob", displayName: "Bob", deviceID: "phone", nowMs: now)
             try bob.save(path: folder.file("bob.identity"))
             let list = try DeviceList.create(for: bob, push: nil, nowMs: now)

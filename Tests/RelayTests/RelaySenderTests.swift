@@ -32,7 +32,7 @@ struct RelaySenderTests {
                     )
                     var sender = RelaySender(
                         client: client,
-                        builder: PushBuilder(identity: alice.devices[0], clock: .fixed(fixture.clock.ms)),
+                        builder: PushBuilder(identity: alice.devices[0], clock: .fixed(fixture.clock.nowMs)),
                         trust: try ContactTrust(directory: ContactDirectory(folder: contacts), pinsPath: nil),
                         contacts: contacts,
                         tokenFile: nil,

@@ -45,7 +45,7 @@ struct RelayShutdownTests {
                 userID: "alice",
                 displayName: "Alice",
                 deviceID: "laptop",
-                nowMs: UInt64(RelayClock.nowMs())
+                nowMs: UInt64(WallClock.system.nowMs)
             )
             try alice.save(path: folder.file("alice.identity"))
             try FileManager.default.createDirectory(atPath: folder.file("contacts"), withIntermediateDirectories: true)

@@ -3,6 +3,7 @@ import Foundation
 import Locking
 import Logging
 import PushTransport
+import TestSupport
 import Testing
 
 @testable import Relay
@@ -20,15 +21,6 @@ struct TemporaryFolder: Sendable {
     func file(_ name: String) -> String { (self.path as NSString).appendingPathComponent(name) }
 
     func cleanup() { try? FileManager.default.removeItem(atPath: self.path) }
-}
-
-/// A settable clock in milliseconds.
-final class TestClock: Sendable {
-    private let value: PThreadMutex<Int64>
-    init(_ start: Int64 = 1_800_000_000_000) { self.value = PThreadMutex(start) }
-    var ms: Int64 { self.value.withLock { $0 } }
-    func advance(ms: Int64) { self.value.withLock { $0 += ms } }
-    var closure: @Sendable () -> Int64 { { self.ms } }
 }
 
 /// A user with devices: the first holds the user key; the list signs every device in.
@@ -137,13 +129,13 @@ struct ServiceFixture: Sendable {
         self.store = try SQLiteRelayStore(path: self.folder.file("relay.sqlite"))
         try await self.store.migrate()
         self.metrics = RelayMetrics()
-        self.clock = TestClock(clockStart)
+        self.clock = TestClock(ms: clockStart)
         self.service = try RelayService(
             store: self.store,
             metrics: self.metrics,
             policy: policy,
             services: services,
-            now: self.clock.closure,
+            clock: self.clock.wallClock,
             doorbell: doorbell,
             logger: logger
         )
@@ -171,7 +163,7 @@ struct ServiceFixture: Sendable {
             deviceID: user.devices[0].deviceID,
             tokens: [token],
             signingKey: user.devices[0].signingKey,
-            nowMs: UInt64(self.clock.ms)
+            nowMs: UInt64(self.clock.nowMs)
         )
         _ = try await self.service.replaceTokens(userID: user.userID, body: RelayRouter.encode(set))
     }
@@ -183,7 +175,7 @@ struct ServiceFixture: Sendable {
             deviceID: deviceID,
             address: address,
             signingKey: user.device(deviceID).signingKey,
-            nowMs: UInt64(self.clock.ms)
+            nowMs: UInt64(self.clock.nowMs)
         )
         try await self.service.registerPush(
             userID: user.userID,

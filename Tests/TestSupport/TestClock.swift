@@ -2,9 +2,9 @@ public import E2EECore
 public import Foundation
 import Locking
 
-/// The one test clock: a wall clock a test sets and advances by hand, so expiry, ring timeouts and token refresh
-/// are tested without sleeping. Hand ``wallClock`` to a library (or ``closure`` to an API that still takes a
-/// `() -> Date`).
+/// The one test clock: a wall clock a test sets and advances by hand, so expiry, ring timeouts, token refresh, the
+/// relay's leases and the gateway's token rules are tested without sleeping. Hand ``wallClock`` to a library: every
+/// library takes E2EECore's `WallClock`.
 public final class TestClock: Sendable {
     private let current: PThreadMutex<Int64>
 
@@ -42,7 +42,4 @@ public final class TestClock: Sendable {
 
     /// The libraries' clock type, reading this clock.
     public var wallClock: WallClock { WallClock { self.nowMs } }
-
-    /// A `() -> Date` reading this clock, for an API that takes one.
-    public var closure: @Sendable () -> Date { { self.now } }
 }

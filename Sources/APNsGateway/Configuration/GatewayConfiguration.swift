@@ -1,5 +1,6 @@
 public import ConnectionGuard
-public import Foundation
+public import E2EECore
+import Foundation
 
 /// The APNs environment the gateway pretends to be.
 ///
@@ -40,7 +41,7 @@ public struct GatewayConfiguration: Sendable {
     /// The provider-token rules (token lifetime, refresh interval, `iat` format).
     public var tokenPolicy: ProviderTokenPolicy
     /// The clock used for token expiry, the 20-minute rule, 410 timestamps and `received_at_ms`.
-    public var now: @Sendable () -> Date
+    public var clock: WallClock
     /// Socket deadlines and the connection cap (docs/GATEWAY.md "Connections"): a minute for the handshake and for the
     /// first request (the gateway runs beside tests and demos that load the machine, under sanitizers too), two for a
     /// request, and an idle connection is kept an hour, as APNs keeps a provider's connection.
@@ -64,7 +65,7 @@ public struct GatewayConfiguration: Sendable {
     ///   - maxConcurrentStreams: The stream limit after the first valid token (default 1,000).
     ///   - faults: Fault injection (default ``FaultInjection/none``).
     ///   - tokenPolicy: The provider-token rules (default: Apple's one hour and twenty minutes).
-    ///   - now: The clock (default: the wall clock).
+    ///   - clock: The clock (default: the system's; a test's moves by hand).
     public init(
         host: String = "127.0.0.1",
         port: Int = 0,
@@ -76,7 +77,7 @@ public struct GatewayConfiguration: Sendable {
         maxConcurrentStreams: Int = 1000,
         faults: FaultInjection = .none,
         tokenPolicy: ProviderTokenPolicy = ProviderTokenPolicy(),
-        now: @escaping @Sendable () -> Date = { Date() }
+        clock: WallClock = .system
     ) {
         self.host = host
         self.port = port
@@ -88,7 +89,7 @@ public struct GatewayConfiguration: Sendable {
         self.maxConcurrentStreams = maxConcurrentStreams
         self.faults = faults
         self.tokenPolicy = tokenPolicy
-        self.now = now
+        self.clock = clock
     }
 
     /// The path of the CA certificate (PEM) that clients trust: `<tlsDirectory>/ca.pem`.

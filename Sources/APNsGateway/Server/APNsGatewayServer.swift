@@ -159,7 +159,7 @@ public final class APNsGatewayServer: Sendable {
             faults: FaultInjector(configuration.faults),
             pipeline: DeliveryPipeline(sink: self.sink, lastSeq: lastSeq),
             devices: { [devices = self] in devices.deviceRegistry },
-            now: configuration.now,
+            clock: configuration.clock,
             logger: self.logger
         )
     }

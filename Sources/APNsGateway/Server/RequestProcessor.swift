@@ -1,4 +1,5 @@
 import Crypto
+import E2EECore
 import Foundation
 import Logging
 import NIOCore
@@ -14,7 +15,7 @@ struct RequestProcessor: Sendable {
     let faults: FaultInjector
     let pipeline: DeliveryPipeline
     let devices: @Sendable () -> DeviceRegistry
-    let now: @Sendable () -> Date
+    let clock: WallClock
     let logger: Logger
 
     /// Decides the request and completes with the answer on `eventLoop`.
@@ -57,7 +58,7 @@ struct RequestProcessor: Sendable {
         case .failure(let rejection): return reject(rejection)
         case .success(let value): token = value
         }
-        let nowSeconds = self.now().timeIntervalSince1970
+        let nowSeconds = Double(self.clock.nowMs) / 1000
         if let rejection = self.verifier.authenticate(
             request.value("authorization"),
             connection: connection.tokens,

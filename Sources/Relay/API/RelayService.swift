@@ -1,5 +1,5 @@
 import Crypto
-import E2EECore
+public import E2EECore
 import Foundation
 import Locking
 public import Logging
@@ -37,7 +37,8 @@ public final class RelayService: Sendable {
     let services: [PushService: any PushServiceRules]
     /// The services' padding tables, without repeats, in the order given: an envelope must fit one of them.
     let paddings: [PaddingTable]
-    let now: @Sendable () -> Int64
+    /// Now, for signatures' freshness, rate limits, leases and outcomes (a test's ``WallClock`` moves it by hand).
+    let clock: WallClock
     let logger: Logger
     /// Rung after pushes are queued (the delivery workers' ``DeliveryService/doorbell``).
     let doorbell: Doorbell?
@@ -61,7 +62,7 @@ public final class RelayService: Sendable {
     ///   - policy: Limits (bursts must hold a whole submit of ``maximumPushes``).
     ///   - services: The rules of each push service this relay delivers through (at least one, one per service);
     ///     the default is APNs for any topic in both environments (tests of the API alone).
-    ///   - now: Milliseconds since 1970 (injected for tests).
+    ///   - clock: The wall clock (a test's moves by hand).
     ///   - doorbell: Rung after a submit's pushes are queued, so that idle delivery workers lease them at once.
     ///   - logger: Gets ids, codes and counts; never tokens, envelopes or addresses.
     /// - Throws: `configuration` when a burst is below ``maximumPushes``.
@@ -70,7 +71,7 @@ public final class RelayService: Sendable {
         metrics: RelayMetrics,
         policy: Policy = Policy(),
         services: [any PushServiceRules] = [APNsRules()],
-        now: @escaping @Sendable () -> Int64 = { RelayClock.nowMs() },
+        clock: WallClock = .system,
         doorbell: Doorbell? = nil,
         logger: Logger
     ) throws(RelayError) {
@@ -91,7 +92,7 @@ public final class RelayService: Sendable {
         var paddings: [PaddingTable] = []
         for padding in services.map(\.padding) where !paddings.contains(padding) { paddings.append(padding) }
         self.paddings = paddings
-        self.now = now
+        self.clock = clock
         self.doorbell = doorbell
         self.logger = logger
         self.recipientLimiter = RateLimiter(
@@ -128,7 +129,7 @@ public final class RelayService: Sendable {
                 json: body,
                 devices: list.devices.map { ($0.deviceID, $0.signingKey.rawRepresentation) }
             ),
-            nowMs: self.now()
+            nowMs: self.clock.nowMs
         )
         self.logger.info(
             "device list published",
@@ -192,7 +193,7 @@ public final class RelayService: Sendable {
             timestampMs: registration.timestampMs,
             nonce: nonce
         )
-        try await self.store.registerPush(userID: userID, deviceID: deviceID, address: address, nowMs: self.now())
+        try await self.store.registerPush(userID: userID, deviceID: deviceID, address: address, nowMs: self.clock.nowMs)
         self.logger.info("push address registered", metadata: ["user": "\(userID)", "device": "\(deviceID)"])
     }
 
@@ -222,7 +223,7 @@ public final class RelayService: Sendable {
         let device = try await self.device(userID: userID, deviceID: set.deviceID)
         let message = RelayAuthorization.tokensMessage(userID: userID, set: set, hashes: hashes, nonce: nonce)
         try await self.authorize(message, signature: signature, by: device, timestampMs: set.timestampMs, nonce: nonce)
-        try await self.store.replaceDeliveryTokens(userID: userID, hashes: hashes, nowMs: self.now())
+        try await self.store.replaceDeliveryTokens(userID: userID, hashes: hashes, nowMs: self.clock.nowMs)
         self.logger.info("delivery tokens replaced", metadata: ["user": "\(userID)", "count": "\(hashes.count)"])
         return hashes.count
     }
@@ -255,7 +256,7 @@ public final class RelayService: Sendable {
                 "the signature does not verify under device \"\(device.deviceID)\"'s signing key in the stored list"
             )
         }
-        let now = self.now()
+        let now = self.clock.nowMs
         guard timestampMs <= UInt64(Int64.max), abs(Int64(timestampMs) - now) <= RelayAuthorization.window else {
             throw RelayError(
                 .staleAuthorization,
@@ -368,7 +369,7 @@ public final class RelayService: Sendable {
         }
         let tokenHash = try Self.checkToken(token, valid: context.tokenIsValid)
         let cost = Double(request.pushes.count)
-        let now = self.now()
+        let now = self.clock.nowMs
         let tokenLimit = self.tokenShare(tokens: context.tokenCount)
         let recipientWait = self.recipientLimiter.wait(for: userID, cost: cost, nowMs: now)
         let tokenWait = self.tokenLimiter.wait(for: Hex.encode(tokenHash), cost: cost, nowMs: now, limit: tokenLimit)

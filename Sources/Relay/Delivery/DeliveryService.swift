@@ -1,4 +1,4 @@
-import E2EECore
+public import E2EECore
 import Foundation
 public import Logging
 import RelayClient
@@ -40,7 +40,8 @@ public final class DeliveryService: Service, Sendable {
     let deliverers: [PushService: any PushDeliverer]
     let metrics: RelayMetrics
     let configuration: Configuration
-    let now: @Sendable () -> Int64
+    /// Now, for signatures' freshness, rate limits, leases and outcomes (a test's ``WallClock`` moves it by hand).
+    let clock: WallClock
     let logger: Logger
     /// Rung by the submit path when pushes are queued: idle workers lease at once instead of after the poll.
     public let doorbell: Doorbell
@@ -55,7 +56,7 @@ public final class DeliveryService: Service, Sendable {
     ///     handed to the deliverer of its address's service; with none, it fails (`unsupported-push-service`).
     ///   - metrics: Where deliveries, retries and latencies are counted.
     ///   - configuration: Workers, leases and backoff.
-    ///   - now: Milliseconds since 1970.
+    ///   - clock: The wall clock (a test's moves by hand).
     ///   - doorbell: What the submit path rings when it queues pushes (``RelayService``'s).
     ///   - logger: Gets push ids, statuses and counts; never tokens or bodies.
     /// - Precondition: no two deliverers of one service.
@@ -64,7 +65,7 @@ public final class DeliveryService: Service, Sendable {
         deliverers: [any PushDeliverer],
         metrics: RelayMetrics,
         configuration: Configuration,
-        now: @escaping @Sendable () -> Int64 = { RelayClock.nowMs() },
+        clock: WallClock = .system,
         doorbell: Doorbell = Doorbell(),
         logger: Logger
     ) {
@@ -75,7 +76,7 @@ public final class DeliveryService: Service, Sendable {
         }
         self.metrics = metrics
         self.configuration = configuration
-        self.now = now
+        self.clock = clock
         self.logger = logger
     }
 
@@ -85,7 +86,7 @@ public final class DeliveryService: Service, Sendable {
         deliverer: any PushDeliverer,
         metrics: RelayMetrics,
         configuration: Configuration,
-        now: @escaping @Sendable () -> Int64 = { RelayClock.nowMs() },
+        clock: WallClock = .system,
         logger: Logger
     ) {
         self.init(
@@ -93,7 +94,7 @@ public final class DeliveryService: Service, Sendable {
             deliverers: [deliverer],
             metrics: metrics,
             configuration: configuration,
-            now: now,
+            clock: clock,
             logger: logger
         )
     }
@@ -147,8 +148,8 @@ public final class DeliveryService: Service, Sendable {
                     // A full batch: more may be due (retries, another instance's pushes); wake the idle workers.
                     if batch.leased >= self.configuration.batchSize { self.doorbell.ring() }
                 }
-                if worker == 0, self.now() - lastPurge > 60_000 {
-                    lastPurge = self.now()
+                if worker == 0, self.clock.nowMs - lastPurge > 60_000 {
+                    lastPurge = self.clock.nowMs
                     try? await self.store.purge(nowMs: lastPurge)
                 }
                 if batch == nil {
@@ -186,8 +187,8 @@ public final class DeliveryService: Service, Sendable {
     /// - Returns: nil when the queue had nothing due or the store failed.
     func leaseAndDeliver() async -> DeliveredBatch? {
         let leaseMs = Int64(self.configuration.lease.components.seconds * 1000)
-        let leasedAtMs = self.now()
-        // Real time, not `now` (tests inject a manual clock): how long outcomes may wait to be recorded.
+        let leasedAtMs = self.clock.nowMs
+        // Real time, not `clock` (tests move it by hand): how long outcomes may wait to be recorded.
         let leaseEnds = ContinuousClock.now + self.configuration.lease
         let batch: [LeasedPush]
         do {
@@ -220,7 +221,7 @@ public final class DeliveryService: Service, Sendable {
                 // Registered for a service this relay has no deliverer for (a database shared with a relay that
                 // has one, or restored): the address fails with a reason, the push is not silently dropped.
                 let outcome = PushOutcome.addressRefused(
-                    atMs: self.now(),
+                    atMs: self.clock.nowMs,
                     address: address.push.address,
                     status: nil,
                     reason: RelayError.Code.unsupportedPushService.rawValue
@@ -285,7 +286,7 @@ public final class DeliveryService: Service, Sendable {
 
     /// What the queue records for a deliverer's report, and what readiness learns from it.
     func outcome(of report: DeliveryReport, for push: LeasedPush, address: RegisteredAddress) -> PushOutcome {
-        let now = self.now()
+        let now = self.clock.nowMs
         switch report.signal {
         case .answered: self.health.record(.worked, atMs: now)
         case .refused(let message): self.health.record(.refused(message), atMs: now)
@@ -341,7 +342,7 @@ public final class DeliveryService: Service, Sendable {
         defer { self.inFlight.subtract(batch.leased, ordering: .relaxed) }
         let (settled, leaseEnds) = (batch.settled, batch.leaseEnds)
         guard !settled.isEmpty else { return }
-        let now = self.now()
+        let now = self.clock.nowMs
         for item in settled {
             self.metrics.delivery(status: item.status)
             if case .retry = item.outcome { self.metrics.retries.increment() }

@@ -30,7 +30,7 @@ struct RelayReadiness: Sendable {
                 retryAfterSeconds: error.retryAfterSeconds ?? 1
             )
         }
-        switch delivery?.health.verdict(nowMs: service.now()) ?? .working {
+        switch delivery?.health.verdict(nowMs: service.clock.nowMs) ?? .working {
         case .working:
             return RelayReadiness(status: "ok")
         case .apnsUnreachable(let message):

@@ -247,7 +247,7 @@ public struct RelaySender: Sendable {
             token: DeliveryToken,
             retryAfterBudget: Duration
         ) async throws(RelayError) -> RelayAPI.SubmitResponse {
-            let key = RelayClock.newIdempotencyKey()
+            let key = IdempotencyKey.random()
             var waited = Duration.zero
             while true {
                 do throws(RelayError) {

@@ -3,17 +3,7 @@ import Crypto
 import Foundation
 import Locking
 import Logging
-
-/// A settable clock for token-expiry and 20-minute-rule tests.
-final class TestClock: Sendable {
-    private let value: PThreadMutex<Date>
-
-    init(_ start: Date = Date(timeIntervalSince1970: 1_767_225_600)) { self.value = PThreadMutex(start) }
-
-    var now: Date { self.value.withLock { $0 } }
-
-    func advance(by seconds: TimeInterval) { self.value.withLock { $0 = $0.addingTimeInterval(seconds) } }
-}
+import TestSupport
 
 /// A provider key pair and helpers that make JWTs the way APNs providers do.
 struct TestProviderKey: Sendable {
@@ -95,7 +85,7 @@ func withGateway<Result>(
         topics: [testTopic],
         providerKeys: [key.registered()]
     )
-    if let clock { configuration.now = { clock.now } }
+    if let clock { configuration.clock = clock.wallClock }
     configure(&configuration)
     var logger = Logger(label: "gateway-test")
     logger.logLevel = .warning

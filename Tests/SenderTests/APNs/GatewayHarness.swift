@@ -103,7 +103,7 @@ final class GatewayHarness: Sendable {
             ],
             devices: devices,
             faults: faults,
-            now: gatewayClock.closure
+            clock: gatewayClock.wallClock
         )
         try FileManager.default.createDirectory(atPath: folder.file("tls"), withIntermediateDirectories: true)
         let sink = InMemoryDeliverySink()
