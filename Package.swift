@@ -257,6 +257,7 @@ let package = Package(
             dependencies: [
                 "E2EECore",
                 "HTTP2Client",
+                "PushTransport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -324,6 +325,7 @@ let package = Package(
                 "CLISupport",
                 "APNsGateway",
                 "ConnectionGuard",
+                "PushTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,4 +1,5 @@
 public import E2EECore
+import PushTransport
 
 /// The JSON bodies of the relay's API, version 1 (docs/RELAY.md). Shared by the server and ``RelayClient``.
 public enum RelayAPI: Sendable {
@@ -203,8 +204,8 @@ public struct RegisteredAddress: Sendable, Hashable {
         self.init(push: PushAddress(apns), environment: environment)
     }
 
-    /// The APNs environments.
-    public static let apnsEnvironments: Set<String> = ["production", "development"]
+    /// The APNs environments, by the names the wire carries (`APNsEnvironment`'s).
+    public static let apnsEnvironments: Set<String> = Set(APNsEnvironment.allCases.map(\.rawValue))
 }
 
 extension RegisteredAddress {

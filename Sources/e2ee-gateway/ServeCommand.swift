@@ -1,8 +1,9 @@
-public import APNsGateway
+import APNsGateway
 public import ArgumentParser
 import ConnectionGuard
 import Foundation
 public import Logging
+import PushTransport
 import ServiceLifecycle
 
 /// `e2ee-gateway serve`: runs the gateway until SIGTERM or SIGINT.
@@ -42,7 +43,7 @@ struct ServeCommand: AsyncParsableCommand {
     var spool: String?
 
     @Option(help: "Which APNs the gateway imitates.")
-    var environment: APNsGatewayEnvironment = .development
+    var environment: APNsEnvironment = .development
 
     @Option(name: .customLong("max-concurrent-streams"), help: "Stream limit after the first valid token.")
     var maxConcurrentStreams = 1000
@@ -221,5 +222,5 @@ struct ServeCommand: AsyncParsableCommand {
     }
 }
 
-extension APNsGatewayEnvironment: ExpressibleByArgument {}
+extension APNsEnvironment: ExpressibleByArgument {}
 extension Logger.Level: @retroactive ExpressibleByArgument {}

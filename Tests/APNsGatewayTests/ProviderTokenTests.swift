@@ -1,6 +1,7 @@
 import APNsGateway
 import Crypto
 import Foundation
+import PushTransport
 import TestSupport
 import Testing
 

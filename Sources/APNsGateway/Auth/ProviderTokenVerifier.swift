@@ -1,4 +1,5 @@
 import Foundation
+import PushTransport
 
 /// Checks the `authorization` header of a request against the registered provider keys and the rules APNs applies
 /// per connection: one team per connection, token lifetime, and at most one new token per refresh interval.
@@ -7,7 +8,7 @@ import Foundation
 /// for expiry.
 struct ProviderTokenVerifier: Sendable {
     let keys: [RegisteredProviderKey]
-    let environment: APNsGatewayEnvironment
+    let environment: APNsEnvironment
     let policy: ProviderTokenPolicy
 
     /// Authenticates one request on a connection.

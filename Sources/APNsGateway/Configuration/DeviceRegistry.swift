@@ -1,4 +1,5 @@
 public import Foundation
+public import PushTransport
 
 /// The device tokens the gateway knows about, and what it answers for each.
 ///
@@ -28,7 +29,7 @@ public struct DeviceRegistry: Sendable, Hashable {
         /// The topic the token belongs to; `nil` accepts any allowed topic.
         public var topic: String?
         /// The environment the token belongs to; `nil` accepts both.
-        public var environment: APNsGatewayEnvironment?
+        public var environment: APNsEnvironment?
 
         /// Creates an entry.
         ///
@@ -36,7 +37,7 @@ public struct DeviceRegistry: Sendable, Hashable {
         ///   - state: The token's state (default active).
         ///   - topic: The bundle id or topic the token belongs to (default any).
         ///   - environment: The environment the token belongs to (default both).
-        public init(state: State = .active, topic: String? = nil, environment: APNsGatewayEnvironment? = nil) {
+        public init(state: State = .active, topic: String? = nil, environment: APNsEnvironment? = nil) {
             self.state = state
             self.topic = topic
             self.environment = environment

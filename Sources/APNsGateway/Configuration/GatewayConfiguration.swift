@@ -1,18 +1,7 @@
 public import ConnectionGuard
 public import E2EECore
 import Foundation
-
-/// The APNs environment the gateway pretends to be.
-///
-/// A provider key registered for one environment is refused by the other
-/// (`403 BadEnvironmentKeyIdInToken`), and a device token registered for one environment is refused by the other
-/// (`400 BadDeviceToken`), as Apple's sandbox and production hosts do.
-public enum APNsGatewayEnvironment: String, Sendable, Hashable, Codable, CaseIterable {
-    /// `api.sandbox.push.apple.com`: responses also carry an `apns-unique-id` header.
-    case development
-    /// `api.push.apple.com`.
-    case production
-}
+public import PushTransport
 
 /// Everything the local APNs gateway needs to know: where to listen, what to accept, and which faults to inject.
 ///
@@ -27,7 +16,7 @@ public struct GatewayConfiguration: Sendable {
     /// The directory that receives `ca.pem` (the certificate a client trusts) and `server.pem` at start.
     public var tlsDirectory: String
     /// Which APNs host this gateway stands in for.
-    public var environment: APNsGatewayEnvironment
+    public var environment: APNsEnvironment
     /// The bundle ids that may be pushed to; `apns-topic` is the bundle id plus the push type's suffix.
     public var topics: Set<String>
     /// The provider keys whose JWTs are accepted.
@@ -70,7 +59,7 @@ public struct GatewayConfiguration: Sendable {
         host: String = "127.0.0.1",
         port: Int = 0,
         tlsDirectory: String,
-        environment: APNsGatewayEnvironment = .development,
+        environment: APNsEnvironment = .development,
         topics: Set<String> = [],
         providerKeys: [RegisteredProviderKey] = [],
         devices: DeviceRegistry = DeviceRegistry(),

@@ -1,5 +1,6 @@
 public import Crypto
 import Foundation
+public import PushTransport
 
 /// A provider signing key the gateway accepts JWTs from: Apple's (team id, key id) pair with its P-256 public key.
 ///
@@ -14,7 +15,7 @@ public struct RegisteredProviderKey: Sendable {
     /// The public half of the team's signing key.
     public var publicKey: P256.Signing.PublicKey
     /// The environment the key is valid in; `nil` means both.
-    public var environment: APNsGatewayEnvironment?
+    public var environment: APNsEnvironment?
 
     /// Registers a key from its public key value.
     ///
@@ -27,7 +28,7 @@ public struct RegisteredProviderKey: Sendable {
         teamID: String,
         keyID: String,
         publicKey: P256.Signing.PublicKey,
-        environment: APNsGatewayEnvironment? = nil
+        environment: APNsEnvironment? = nil
     ) {
         self.teamID = teamID
         self.keyID = keyID
@@ -49,7 +50,7 @@ public struct RegisteredProviderKey: Sendable {
         teamID: String,
         keyID: String,
         pem: String,
-        environment: APNsGatewayEnvironment? = nil
+        environment: APNsEnvironment? = nil
     ) throws(GatewayError) {
         let key: P256.Signing.PublicKey
         if let publicKey = try? P256.Signing.PublicKey(pemRepresentation: pem) {
@@ -76,7 +77,7 @@ public struct RegisteredProviderKey: Sendable {
         teamID: String,
         keyID: String,
         pemFile path: String,
-        environment: APNsGatewayEnvironment? = nil
+        environment: APNsEnvironment? = nil
     ) throws(GatewayError) {
         let text: String
         do {

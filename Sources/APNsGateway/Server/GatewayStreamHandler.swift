@@ -1,6 +1,7 @@
 import ConnectionGuard
 import NIOCore
 import NIOHTTP2
+import PushTransport
 
 /// Collects one request on an HTTP/2 stream, has the ``RequestProcessor`` decide, and writes the answer.
 ///
@@ -12,7 +13,7 @@ final class GatewayStreamHandler: ChannelInboundHandler {
 
     private let processor: RequestProcessor
     private let connection: GatewayConnection
-    private let environment: APNsGatewayEnvironment
+    private let environment: APNsEnvironment
     private let tracker: ConnectionTracker
     /// From the request's HEADERS to its answer: the connection's deadlines wait, the request timeout runs.
     private var activity: ConnectionActivity?
@@ -23,7 +24,7 @@ final class GatewayStreamHandler: ChannelInboundHandler {
     init(
         processor: RequestProcessor,
         connection: GatewayConnection,
-        environment: APNsGatewayEnvironment,
+        environment: APNsEnvironment,
         tracker: ConnectionTracker
     ) {
         self.processor = processor

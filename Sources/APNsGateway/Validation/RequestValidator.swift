@@ -1,3 +1,4 @@
+import PushTransport
 /// The request rules of APNs that do not depend on the connection: path, method, headers, body and device state.
 ///
 /// Each check returns the APNs rejection a real server gives; the order is path, method, duplicate headers,
@@ -11,7 +12,7 @@ struct RequestValidator: Sendable {
         var bundleID: String
     }
 
-    let environment: APNsGatewayEnvironment
+    let environment: APNsEnvironment
     let topics: Set<String>
 
     /// Checks path, method, duplicate headers and the device token; returns the token as lowercase hex.

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Locking
 import Logging
+import PushTransport
 import TestSupport
 
 /// A provider key pair and helpers that make JWTs the way APNs providers do.
@@ -21,7 +22,7 @@ struct TestProviderKey: Sendable {
         self.privateKey = privateKey
     }
 
-    func registered(environment: APNsGatewayEnvironment? = nil) -> RegisteredProviderKey {
+    func registered(environment: APNsEnvironment? = nil) -> RegisteredProviderKey {
         RegisteredProviderKey(
             teamID: self.teamID,
             keyID: self.keyID,

@@ -50,7 +50,7 @@ final class GatewayHarness: Sendable {
         faults: FaultInjection = .none,
         devices: DeviceRegistry = DeviceRegistry(),
         registeredKey: P256.Signing.PublicKey? = nil,
-        keyEnvironment: APNsGatewayEnvironment? = nil,
+        keyEnvironment: APNsEnvironment? = nil,
         gatewayClock: TestClock = TestClock(Date()),
         _ body: (GatewayHarness) async throws -> Void
     ) async throws {
@@ -82,7 +82,7 @@ final class GatewayHarness: Sendable {
         faults: FaultInjection = .none,
         devices: DeviceRegistry = DeviceRegistry(),
         registeredKey: P256.Signing.PublicKey? = nil,
-        keyEnvironment: APNsGatewayEnvironment? = nil,
+        keyEnvironment: APNsEnvironment? = nil,
         gatewayClock: TestClock = TestClock(Date())
     ) async throws -> GatewayHarness {
         let folder = try TemporaryFolder()

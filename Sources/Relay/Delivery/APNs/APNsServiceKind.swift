@@ -33,7 +33,7 @@ public struct APNsServiceKind: RelayPushServiceKind {
         where topic.isEmpty || topic.utf8.count > 255 || topic.contains(where: \.isWhitespace) {
             try refuse("--apns-topic \"\(topic)\" is not a bundle id (e.g. com.example.app)")
         }
-        for environment in options.apnsEnvironments where !["production", "development"].contains(environment) {
+        for environment in options.apnsEnvironments where APNsEnvironment(rawValue: environment) == nil {
             try refuse("--apns-environment is production or development, not \"\(environment)\"")
         }
         if options.apnsConnectTimeout < 1 { try refuse("--apns-connect-timeout must be at least 1") }
@@ -89,10 +89,12 @@ public struct APNsServiceKind: RelayPushServiceKind {
         do throws(RelayError) {
             if let url = options.apnsURL {
                 let one = try client(.custom(baseURL: url, trustedCAPEMPath: options.apnsCA))
-                byEnvironment = ["production": one, "development": one]
+                for environment in APNsEnvironment.allCases { byEnvironment[environment.rawValue] = one }
             } else {
                 for name in Self.environments(options) {
-                    byEnvironment[name] = try client(name == "production" ? .production : .development)
+                    // Each name was checked against APNsEnvironment before the relay opened its services.
+                    guard let environment = APNsEnvironment(rawValue: name) else { continue }
+                    byEnvironment[name] = try client(.apple(environment))
                 }
             }
         } catch {
@@ -110,7 +112,8 @@ public struct APNsServiceKind: RelayPushServiceKind {
 
     /// The Apple environments delivered to, once each, sorted (with `--apns-url`, one server serves both).
     static func environments(_ options: ServeOptions) -> [String] {
-        options.apnsURL == nil ? Set(options.apnsEnvironments).sorted() : ["development", "production"]
+        options.apnsURL == nil
+            ? Set(options.apnsEnvironments).sorted() : APNsEnvironment.allCases.map(\.rawValue).sorted()
     }
 }
 
@@ -133,7 +136,7 @@ extension ServeOptions {
     }
     /// `--apns-environment`: Apple's environments delivered to; default both.
     public var apnsEnvironments: [String] {
-        get { self.serviceValues.strings("apns-environment") ?? ["production", "development"] }
+        get { self.serviceValues.strings("apns-environment") ?? APNsEnvironment.allCases.map(\.rawValue) }
         set { self.serviceValues["apns-environment"] = .stringArray(newValue) }
     }
     /// `--apns-topic`: the app's bundle ids, required.
