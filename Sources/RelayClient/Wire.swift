@@ -1,3 +1,4 @@
+import E2EECore
 import Foundation
 
 /// Byte strings for the relay's signed requests (docs/RELAY.md), in PROTOCOL.md's encoding: `str8` is a one-byte
@@ -107,11 +108,10 @@ package enum Identifiers {
 
 /// The JSON encoding of the API's bodies: sorted keys, slashes as they are.
 package enum RelayJSON {
+    /// `value` as E2EECore's `JSONLine` writes it: the project's one sorted-key encoder, with its one behaviour for
+    /// a value that cannot be encoded (an `internal-error` object, never a crash).
     package static func encode<T: Encodable>(_ value: T) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Every value encoded here is made of strings, numbers and booleans.
-        return Array(try! encoder.encode(value))
+        JSONLine.bytes(value)
     }
 
     /// A submit's body, byte for byte what ``encode(_:)`` makes of it, written directly: a sender encodes one per

@@ -1,3 +1,4 @@
+import E2EECore
 import Foundation
 import Locking
 import NIOCore
@@ -104,8 +105,7 @@ final class GatewayConnection: Sendable {
     }
 
     private func sendGoAway(lastStreamID: HTTP2StreamID, reason: String) {
-        // Encoding a string dictionary cannot fail.
-        let json = try! JSONEncoder().encode(["reason": reason])
+        let json = JSONLine.bytes(["reason": reason])
         let frame = HTTP2Frame(
             streamID: .rootStream,
             payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: ByteBuffer(bytes: json))
