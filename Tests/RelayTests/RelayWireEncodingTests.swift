@@ -1,4 +1,5 @@
 import Foundation
+import PushTransport
 import RelayClient
 import Testing
 

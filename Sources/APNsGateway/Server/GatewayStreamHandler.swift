@@ -111,7 +111,7 @@ final class GatewayStreamHandler: ChannelInboundHandler {
             context.write(self.wrapOutboundOut(.data(.init(data: .byteBuffer(body), endStream: true))), promise: nil)
         } else {
             if self.environment == .development {
-                fields.append(("apns-unique-id", UUIDText.random()))
+                fields.append(("apns-unique-id", RandomID.uuidText()))
             }
             // Raise the stream limit before the 200 leaves, so the client sees the new limit first.
             self.connection.requestSucceeded()

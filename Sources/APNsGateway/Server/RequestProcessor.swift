@@ -3,6 +3,7 @@ import E2EECore
 import Foundation
 import Logging
 import NIOCore
+import PushTransport
 
 /// Turns one complete request into the gateway's answer: validation, authentication, faults, delivery.
 ///
@@ -41,7 +42,7 @@ struct RequestProcessor: Sendable {
         on eventLoop: any EventLoop
     ) -> EventLoopFuture<GatewayResponse> {
         let sentID = request.value("apns-id")
-        let apnsID = sentID.flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil } ?? UUIDText.random()
+        let apnsID = sentID.flatMap { RequestValidator.isCanonicalUUID($0) ? $0 : nil } ?? RandomID.uuidText()
         func reject(_ rejection: APNsRejection, token: String? = nil) -> EventLoopFuture<GatewayResponse> {
             self.logger.debug(
                 "push rejected",

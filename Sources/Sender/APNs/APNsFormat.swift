@@ -2,7 +2,7 @@ public import E2EECore
 import Foundation
 import PushTransport
 
-/// APNs' requests (docs/PROTOCOL.md §4): the uniform headers of ``PushBuilder/uniformHeaders(topic:apnsID:)``, a
+/// APNs' requests (docs/PROTOCOL.md §4): the uniform headers of ``PushBuilder/uniformHeaders(topic:)``, a
 /// fresh `apns-id`, and the alert body of ``APNsAlertTransport``, to the device token of the device's APNs address.
 public struct APNsFormat: PushFormat {
     /// The app's bundle id (`apns-topic`) for every push, instead of the topic of each device's APNs address

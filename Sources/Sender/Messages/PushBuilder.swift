@@ -1,5 +1,6 @@
 public import E2EECore
 public import Foundation
+import PushTransport
 
 /// A push ready to go: the push service's request and what it carries (for the caller's own records, never sent in
 /// clear).
@@ -82,14 +83,24 @@ public struct PushBuilder: Sendable {
         return self.format(for: push.service)
     }
 
-    /// The headers every push carries, whatever its kind. Only `apns-id` differs between requests.
-    public static func uniformHeaders(topic: String, apnsID: UUID = UUID()) -> [String: String] {
+    /// The headers every push carries, whatever its kind, with a fresh `apns-id`. Only `apns-id` differs between
+    /// requests.
+    public static func uniformHeaders(topic: String) -> [String: String] {
+        Self.uniformHeaders(topic: topic, apnsIDText: RandomID.uuidText())
+    }
+
+    /// The headers every push carries, with `apnsID` as its `apns-id` (the relay gives each push its own id).
+    public static func uniformHeaders(topic: String, apnsID: UUID) -> [String: String] {
+        Self.uniformHeaders(topic: topic, apnsIDText: apnsID.uuidString.lowercased())
+    }
+
+    private static func uniformHeaders(topic: String, apnsIDText: String) -> [String: String] {
         [
             "apns-push-type": "alert",
             "apns-priority": "10",
             "apns-expiration": "0",
             "apns-topic": topic,
-            "apns-id": apnsID.uuidString.lowercased(),
+            "apns-id": apnsIDText,
         ]
     }
 
