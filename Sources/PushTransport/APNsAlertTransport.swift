@@ -55,9 +55,14 @@ public enum APNsAlertTransport: PushTransport {
     /// An APNs device token: ``DeviceToken``'s rule (an even number of 64-200 hex digits).
     public static func deviceTokenProblem(_ token: String) -> String? { DeviceToken.problem(token) }
 
-    /// APNs tokens are hex: the same device in either case.
+    /// APNs tokens are hex: the same device in either case. ASCII letters alone fold, byte by byte, so nothing is
+    /// allocated on the filter's per-line path and no other character compares equal to a hex digit.
     public static func isSameDevice(_ token: String, _ other: String) -> Bool {
-        token.lowercased() == other.lowercased()
+        token.utf8.elementsEqual(other.utf8) { Self.asciiLowercase($0) == Self.asciiLowercase($1) }
+    }
+
+    private static func asciiLowercase(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
     }
 
     /// The uniform APNs body of docs/PROTOCOL.md §4 that carries `envelope`: the fixed placeholder alert, then the

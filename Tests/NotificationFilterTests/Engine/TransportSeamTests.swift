@@ -74,6 +74,12 @@ struct TransportSeamTests {
         #expect(RawTestTransport.deviceTokenProblem("") != nil)
         let hex = String(repeating: "ab", count: 32)
         #expect(APNsAlertTransport.isSameDevice(hex, hex.uppercased()))
+        #expect(APNsAlertTransport.isSameDevice("aB09", "Ab09"))
+        #expect(!APNsAlertTransport.isSameDevice(hex, hex + "ab"))
+        #expect(!APNsAlertTransport.isSameDevice("ab", "ac"))
+        // Only ASCII folds: the Kelvin sign lower-cases to "k" in Unicode, and is still not the letter.
+        #expect(!APNsAlertTransport.isSameDevice("\u{212A}", "k"))
+        #expect(!APNsAlertTransport.isSameDevice("[", "{"))
         #expect(APNsAlertTransport.deviceTokenProblem("Tok-A") == DeviceToken.problem("Tok-A"))
         #expect(APNsAlertTransport.deviceTokenProblem(hex) == nil)
 
