@@ -208,21 +208,31 @@ struct SendCLIDefectTests {
         #expect(ok.stderr.contains("cannot publish /nonexistent/card.json"), "\(ok.stderr)")
     }
 
-    @Test("--deliver: the client's log lines go to stderr; stdout holds only the result line")
-    func logsNeverOnStdout() async throws {
-        let dir = try await Self.keys()
-        // A real .p8 key, made as a user makes one for the local gateway.
+    /// A real .p8 key in `dir`, made as a user makes one for the local gateway, and the options that deliver with
+    /// it to port 9 of loopback, where nothing listens: a push is not answered.
+    static func apnsOptions(_ dir: String) async throws -> [String] {
         let made = try await ChildProcess.run(
             "e2ee-gateway",
             ["provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", dir]
         )
         try #require(made.status == 0, "\(made.stderr)")
+        return [
+            "--apns-url", "https://127.0.0.1:9", "--apns-key-file", "\(dir)/AuthKey_KEY1234567.p8", "--apns-key-id",
+            "KEY1234567", "--apns-team-id", "TEAM123456", "--timeout", "5",
+        ]
+    }
+
+    @Test("--deliver: the client's log lines go to stderr; stdout holds only the result line")
+    func logsNeverOnStdout() async throws {
+        let dir = try await Self.keys()
+        let apns = try await Self.apnsOptions(dir)
         // Nothing listens on port 9 of loopback: the push is not answered and the client logs a warning.
-        let r = try await CLI.run([
-            "text", "--identity", "\(dir)/alice.identity", "--contacts", dir, "--to", "bob", "--body", "x",
-            "--deliver", "--apns-url", "https://127.0.0.1:9", "--apns-key-file", "\(dir)/AuthKey_KEY1234567.p8",
-            "--apns-key-id", "KEY1234567", "--apns-team-id", "TEAM123456", "--timeout", "5",
-        ])
+        let r = try await CLI.run(
+            [
+                "text", "--identity", "\(dir)/alice.identity", "--contacts", dir, "--to", "bob", "--body", "x",
+                "--deliver",
+            ] + apns
+        )
         #expect(r.status == 75, "\(r.stderr)")
         let lines = r.stdout.split(separator: "\n")
         #expect(lines.count == 1, "stdout: \(r.stdout)")
@@ -236,18 +246,11 @@ struct SendCLIDefectTests {
     )
     func deliverOtherServicesLine() async throws {
         let dir = try await Self.keys()
-        let made = try await ChildProcess.run(
-            "e2ee-gateway",
-            ["provider-key", "--team-id", "TEAM123456", "--key-id", "KEY1234567", "--out-dir", dir]
-        )
-        try #require(made.status == 0, "\(made.stderr)")
+        let apns = try await Self.apnsOptions(dir)
         let token = String(repeating: "ab", count: 32)
         let apnsLine = #"{"body":"{}","device_token":"\#(token)","headers":{"apns-id":"X"}}"#
         let r = try await CLI.run(
-            [
-                "deliver", "--apns-url", "https://127.0.0.1:9", "--apns-key-file", "\(dir)/AuthKey_KEY1234567.p8",
-                "--apns-key-id", "KEY1234567", "--apns-team-id", "TEAM123456", "--timeout", "5", "--window", "1",
-            ],
+            ["deliver", "--window", "1"] + apns,
             stdin: #"{"message":{"token":"t1"},"service":"fcm"}"# + "\n" + apnsLine + "\n"
         )
         // The first failure decides the status: unsupported-push-service's (65), not the second line's (75).
