@@ -51,7 +51,7 @@ enum RelaySchema {
 
     /// Every version, oldest first; versions count up from 1 without gaps.
     static let migrations: [Migration] = [
-        // Version 1: the schema of the relay before versions were recorded (until 2026-11-27). It is written with
+        // Version 1: the schema of the relay before versions were recorded. It is written with
         // `IF NOT EXISTS` / `IF EXISTS` because it also adopts a database made then, which has all of it or an
         // older shape of it: devices without failed_reason, the queue's earlier indexes.
         Migration(version: 1) { d in
@@ -106,11 +106,11 @@ enum RelaySchema {
                 // attempt, a leased one when its lease expired; ties in queue order), each kind from a partial index
                 // ordered by that time, and stops at its limit. So a lease reads neither the completed rows of the
                 // past hour, nor the due backlog past its limit, nor the retries still waiting for their time (after
-                // an APNs outage, thousands). History: until 2026-11-26 one index on (state, next_attempt_at_ms)
-                // (`pushes_due`) made every lease read and sort the whole due backlog (SQLite) or scan every
-                // completed row before the first due one (PostgreSQL); then, for a few hours of that day, the
-                // partial indexes were in queue order (`pushes_queued`, `pushes_leased`) and a lease stepped over
-                // every waiting retry.
+                // an APNs outage, thousands). A database made by an older relay may hold the indexes this replaces,
+                // which are dropped: one on (state, next_attempt_at_ms) (`pushes_due`), with which every lease read
+                // and sorted the whole due backlog (SQLite) or scanned every completed row before the first due one
+                // (PostgreSQL), and partial indexes in queue order (`pushes_queued`, `pushes_leased`), with which a
+                // lease stepped over every waiting retry.
                 .sql("DROP INDEX IF EXISTS pushes_due"),
                 .sql("DROP INDEX IF EXISTS pushes_queued"),
                 .sql("DROP INDEX IF EXISTS pushes_leased"),
