@@ -211,6 +211,7 @@ let package = Package(
                 "LoopbackPKI",
                 "ConnectionGuard",
                 "PushTransport",
+                .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

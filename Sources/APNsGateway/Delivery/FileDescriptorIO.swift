@@ -1,25 +1,26 @@
+import SystemPackage
+
+// The gateway's one file that names the C library: the POSIX calls swift-system does not wrap (fsync, fstat, a
+// socket send with flags), each with its return code checked and EINTR retried. Whole-buffer reads and writes go
+// through swift-system's `FileDescriptor`, as in the rest of the project, which retries EINTR and short writes.
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
 
-/// The few POSIX calls the sinks use, each with its return code checked and `EINTR` retried.
+/// The file calls the sinks and the provider-key writer use. Each reports failure as `false` or `nil` and leaves
+/// the reason in `errno`, for ``lastError()``.
 enum FileDescriptorIO {
-    /// Writes every byte, retrying short writes and `EINTR`; `false` on any other error.
+    /// Writes every byte (swift-system's `writeAll`); `false` on error.
     static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { buffer in
-                write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-            }
-            if written < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            offset += written
+        do {
+            _ = try FileDescriptor(rawValue: fd).writeAll(bytes)
+            return true
+        } catch {
+            Self.keep(error)
+            return false
         }
-        return true
     }
 
     /// `fsync`, retrying `EINTR`; `false` on error.
@@ -32,20 +33,31 @@ enum FileDescriptorIO {
 
     /// Reads `count` bytes at `offset` (fewer at end of file); `nil` on error.
     static func read(_ fd: Int32, offset: Int, count: Int) -> [UInt8]? {
+        let file = FileDescriptor(rawValue: fd)
         var buffer = [UInt8](repeating: 0, count: count)
         var total = 0
-        while total < count {
-            let got = buffer.withUnsafeMutableBytes { raw in
-                pread(fd, raw.baseAddress! + total, count - total, off_t(offset + total))
+        do {
+            // A read may return fewer bytes than asked before the end of the file: read on until it returns none.
+            while total < count {
+                let got = try buffer.withUnsafeMutableBytes { raw in
+                    try file.read(
+                        fromAbsoluteOffset: Int64(offset + total),
+                        into: UnsafeMutableRawBufferPointer(rebasing: raw[total...])
+                    )
+                }
+                if got == 0 { break }
+                total += got
             }
-            if got < 0 {
-                if errno == EINTR { continue }
-                return nil
-            }
-            if got == 0 { break }
-            total += got
+        } catch {
+            Self.keep(error)
+            return nil
         }
         return Array(buffer.prefix(total))
+    }
+
+    /// Leaves a swift-system error's code in `errno`, where ``lastError()`` reads it.
+    private static func keep(_ error: any Error) {
+        errno = (error as? Errno)?.rawValue ?? EIO
     }
 
     /// The file's size; `nil` on error.
