@@ -37,7 +37,8 @@ public final class RelayService: Sendable {
     let services: [PushService: any PushServiceRules]
     /// The services' padding tables, without repeats, in the order given: an envelope must fit one of them.
     let paddings: [PaddingTable]
-    /// Now, for signatures' freshness, rate limits, leases and outcomes (a test's ``WallClock`` moves it by hand).
+    /// Now, for signatures' freshness, rate limits and what the store records (a test's ``WallClock`` moves it by
+    /// hand).
     let clock: WallClock
     let logger: Logger
     /// Rung after pushes are queued (the delivery workers' ``DeliveryService/doorbell``).

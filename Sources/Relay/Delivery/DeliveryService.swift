@@ -40,7 +40,7 @@ public final class DeliveryService: Service, Sendable {
     let deliverers: [PushService: any PushDeliverer]
     let metrics: RelayMetrics
     let configuration: Configuration
-    /// Now, for signatures' freshness, rate limits, leases and outcomes (a test's ``WallClock`` moves it by hand).
+    /// Now, for leases, retry times, outcomes and purges (a test's ``WallClock`` moves it by hand).
     let clock: WallClock
     let logger: Logger
     /// Rung by the submit path when pushes are queued: idle workers lease at once instead of after the poll.
