@@ -43,6 +43,9 @@ public final class RelayService: Sendable {
     let logger: Logger
     /// Rung after pushes are queued (the delivery workers' ``DeliveryService/doorbell``).
     let doorbell: Doorbell?
+    /// Where a submit's pushes go once committed, leased already, when the delivery workers have room
+    /// (``DeliveryService/handoff``); without it, or without room, they are queued and the doorbell rings.
+    let handoff: DeliveryHandoff?
     private let recipientLimiter: RateLimiter
     private let tokenLimiter: RateLimiter
     // A lock, not Synchronization's `Atomic`: Swift 6.3.1's optimizer crashed on `RelayServe.run` (now
@@ -64,7 +67,10 @@ public final class RelayService: Sendable {
     ///   - services: The rules of each push service this relay delivers through (at least one, one per service);
     ///     the default is APNs for any topic in both environments (tests of the API alone).
     ///   - clock: The wall clock (a test's moves by hand).
-    ///   - doorbell: Rung after a submit's pushes are queued, so that idle delivery workers lease them at once.
+    ///   - doorbell: Rung after a submit's pushes are queued, so that idle delivery workers lease them at once
+    ///     (the handoff's when nil).
+    ///   - handoff: The delivery workers of this process, which take a submit's pushes without a lease of their own
+    ///     when they have room (``DeliveryHandoff``).
     ///   - logger: Gets ids, codes and counts; never tokens, envelopes or addresses.
     /// - Throws: `configuration` when a burst is below ``maximumPushes``.
     public init(
@@ -74,6 +80,7 @@ public final class RelayService: Sendable {
         services: [any PushServiceRules] = [APNsRules()],
         clock: WallClock = .system,
         doorbell: Doorbell? = nil,
+        handoff: DeliveryHandoff? = nil,
         logger: Logger
     ) throws(RelayError) {
         guard !services.isEmpty, Set(services.map(\.service)).count == services.count else {
@@ -94,7 +101,8 @@ public final class RelayService: Sendable {
         for padding in services.map(\.padding) where !paddings.contains(padding) { paddings.append(padding) }
         self.paddings = paddings
         self.clock = clock
-        self.doorbell = doorbell
+        self.doorbell = doorbell ?? handoff?.doorbell
+        self.handoff = handoff
         self.logger = logger
         self.recipientLimiter = RateLimiter(
             limit: .init(ratePerMinute: policy.recipientRatePerMinute, burst: policy.recipientBurst)
@@ -414,28 +422,67 @@ public final class RelayService: Sendable {
                 )
             }
         }
-        let outcome = try await self.store.enqueue(
-            NewSubmit(
-                userID: userID,
-                idempotencyKey: idempotencyKey,
-                requestDigest: Array(digest.finalize()),
-                pushes: zip(request.pushes, envelopes).map { ($0.0.deviceID, RandomID.uuidText(), $0.1) }
-            ),
-            nowMs: now
+        let submit = NewSubmit(
+            userID: userID,
+            idempotencyKey: idempotencyKey,
+            requestDigest: Array(digest.finalize()),
+            pushes: zip(request.pushes, envelopes).map { ($0.0.deviceID, RandomID.uuidText(), $0.1) }
         )
+        let outcome = try await self.enqueue(submit, to: devices, nowMs: now)
         if outcome.duplicate {
             self.metrics.duplicateSubmits.increment()
         } else {
             self.recipientLimiter.take(userID, cost: cost, nowMs: now)
             self.tokenLimiter.take(Hex.encode(tokenHash), cost: cost, nowMs: now, limit: tokenLimit)
             self.metrics.pushesAccepted.increment(by: Int64(outcome.pushes.count))
-            self.doorbell?.ring()
         }
         self.logger.debug(
             "submit queued",
             metadata: ["user": "\(userID)", "pushes": "\(outcome.pushes.count)", "duplicate": "\(outcome.duplicate)"]
         )
         return RelayAPI.SubmitResponse(pushes: outcome.pushes, duplicate: outcome.duplicate)
+    }
+
+    /// Commits a checked submit: leased to this process's delivery workers and handed to them when they have room,
+    /// else queued with the doorbell rung.
+    private func enqueue(
+        _ submit: NewSubmit,
+        to devices: [StoredDevice],
+        nowMs: Int64
+    ) async throws(RelayError) -> EnqueueOutcome {
+        guard let handoff = self.handoff, let reservation = handoff.reserve(submit.pushes.count, nowMs: nowMs) else {
+            let outcome = try await self.store.enqueue(submit, nowMs: nowMs)
+            if !outcome.duplicate { self.doorbell?.ring() }
+            return outcome
+        }
+        var leased = submit
+        leased.lease = reservation.lease
+        let outcome: EnqueueOutcome
+        do {
+            outcome = try await self.store.enqueue(leased, nowMs: nowMs)
+        } catch {
+            handoff.release(reservation)
+            throw error
+        }
+        guard !outcome.duplicate else {
+            handoff.release(reservation)
+            return outcome
+        }
+        // The devices' addresses as the submit was checked against them (a lease reads them at the lease; the
+        // submit read them a moment before, in the same process).
+        let pushes = submit.pushes.map { push in
+            LeasedPush(
+                pushID: push.pushID,
+                userID: submit.userID,
+                deviceID: push.deviceID,
+                envelope: push.envelope,
+                attempts: 1,
+                enqueuedAtMs: nowMs,
+                address: devices.first { $0.deviceID == push.deviceID }?.address
+            )
+        }
+        handoff.hand(pushes, under: reservation)
+        return outcome
     }
 
     /// A delivery token's limit when its user has `tokens` tokens: the token limit, and at most its share (one of

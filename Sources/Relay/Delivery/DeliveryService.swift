@@ -45,6 +45,8 @@ public final class DeliveryService: Service, Sendable {
     let logger: Logger
     /// Rung by the submit path when pushes are queued: idle workers lease at once instead of after the poll.
     public let doorbell: Doorbell
+    /// Where the submit path hands the pushes it committed already leased to this process (``RelayService``'s).
+    public let handoff: DeliveryHandoff
     /// The latest attempts' outcomes, for readiness (docs/RELAY.md "Health").
     public let health = DeliveryHealth()
     private let stopping = Atomic<Bool>(false)
@@ -70,6 +72,12 @@ public final class DeliveryService: Service, Sendable {
         logger: Logger
     ) {
         self.doorbell = doorbell
+        self.handoff = DeliveryHandoff(
+            owner: configuration.owner,
+            lease: configuration.lease,
+            capacity: configuration.workers * configuration.batchSize,
+            doorbell: doorbell
+        )
         self.store = store
         self.deliverers = Dictionary(deliverers.map { ($0.service, $0) }) { first, _ in
             preconditionFailure("two deliverers of the push service \(first.service)")
@@ -120,12 +128,16 @@ public final class DeliveryService: Service, Sendable {
         } onGracefulShutdown: {
             self.stop()
         }
+        // Pushes handed over while the workers stopped (a submit that committed as they left): delivered now rather
+        // than left leased until their lease expires.
+        while let batch = await self.leaseAndDeliver(.handedOnly) { await self.record(batch) }
         self.logger.info("delivery workers stopped", metadata: ["owner": "\(self.configuration.owner)"])
     }
 
     /// Stops leasing (what SIGTERM does); the batch in flight completes, and idle workers stop at once rather
     /// than after their poll interval.
     public func stop() {
+        self.handoff.close()
         self.stopping.store(true, ordering: .relaxed)
         self.doorbell.ring()
     }
@@ -139,14 +151,25 @@ public final class DeliveryService: Service, Sendable {
     private func work(_ worker: Int) async {
         await withTaskGroup(of: Void.self) { recording in
             var lastPurge: Int64 = 0
+            // When this worker last leased from the store: pushes handed over by the submit path are taken first,
+            // but never for longer than the poll interval without a look at the store (retries falling due,
+            // another instance's pushes, a backlog queued while the handoff was full).
+            // At start it looks at once (a restart finds the pushes queued before it).
+            var lastStoreLease = ContinuousClock.now - self.configuration.pollInterval
             while !self.stopping.load(ordering: .relaxed) && !Task.isCancelled {
-                let batch = await self.leaseAndDeliver()
+                let storeDue = ContinuousClock.now - lastStoreLease >= self.configuration.pollInterval
+                let batch = await self.leaseAndDeliver(storeDue ? .storeFirst : .handedFirst)
                 if let batch {
+                    if batch.fromStore != nil { lastStoreLease = .now }
                     // The previous batch's recording, if any (an empty group answers at once).
                     await recording.next()
                     recording.addTask { await self.record(batch) }
-                    // A full batch: more may be due (retries, another instance's pushes); wake the idle workers.
-                    if batch.leased >= self.configuration.batchSize { self.doorbell.ring() }
+                    // A full lease: more may be due (retries, another instance's pushes); wake the idle workers.
+                    if (batch.fromStore ?? 0) >= self.configuration.batchSize { self.doorbell.ring() }
+                    // More handed over than this batch took: wake another worker for them.
+                    if self.handoff.waiting > 0 { self.doorbell.wakeOne() }
+                } else if storeDue {
+                    lastStoreLease = .now
                 }
                 if worker == 0, self.clock.nowMs - lastPurge > 60_000 {
                     lastPurge = self.clock.nowMs
@@ -163,12 +186,12 @@ public final class DeliveryService: Service, Sendable {
         }
     }
 
-    /// Leases one batch, delivers it and records its outcomes.
+    /// Leases one batch (the store's due pushes, then those handed over), delivers it and records its outcomes.
     ///
     /// - Returns: how many pushes were leased (0 when the queue had nothing due or the store failed).
     @discardableResult
     public func runOnce() async -> Int {
-        guard let batch = await self.leaseAndDeliver() else { return 0 }
+        guard let batch = await self.leaseAndDeliver(.storeFirst) else { return 0 }
         await self.record(batch)
         return batch.leased
     }
@@ -177,34 +200,46 @@ public final class DeliveryService: Service, Sendable {
     struct DeliveredBatch: Sendable {
         /// How many pushes were leased.
         var leased: Int
+        /// How many of them a lease took from the store (nil when it did not ask the store).
+        var fromStore: Int?
         var settled: [Settled]
         /// When the batch's leases end (real time): how long its outcomes may wait to be recorded.
         var leaseEnds: ContinuousClock.Instant
     }
 
+    /// Where a batch comes from.
+    enum BatchSource {
+        /// The store's due pushes, filled up with those handed over.
+        case storeFirst
+        /// The pushes handed over; when there are none, the store's due pushes if the doorbell rang for the store.
+        case handedFirst
+        /// The pushes handed over alone (the last batches at shutdown).
+        case handedOnly
+    }
+
     /// Leases one batch and delivers it; counts it in ``deliveriesInFlight`` until ``record(_:)`` has run.
     ///
+    /// Pushes the submit path handed over (``handoff``) are leased already; the others are leased from the store.
+    ///
     /// - Returns: nil when the queue had nothing due or the store failed.
-    func leaseAndDeliver() async -> DeliveredBatch? {
-        let leaseMs = Int64(self.configuration.lease.components.seconds * 1000)
-        let leasedAtMs = self.clock.nowMs
+    func leaseAndDeliver(_ source: BatchSource) async -> DeliveredBatch? {
+        var batch: [LeasedPush] = []
+        var fromStore: Int?
         // Real time, not `clock` (tests move it by hand): how long outcomes may wait to be recorded.
-        let leaseEnds = ContinuousClock.now + self.configuration.lease
-        let batch: [LeasedPush]
-        do {
-            batch = try await self.store.lease(
-                owner: self.configuration.owner,
-                limit: self.configuration.batchSize,
-                nowMs: leasedAtMs,
-                leaseMs: leaseMs
-            )
-        } catch {
-            self.logger.warning(
-                "leasing failed; retrying",
-                metadata: ["error": "\(error.code)", "message": "\(error.message)"]
-            )
-            try? await Task.sleep(for: .milliseconds(500))
-            return nil
+        var leaseEnds = ContinuousClock.now + self.configuration.lease
+        if source == .storeFirst {
+            guard let leased = await self.leaseFromStore(limit: self.configuration.batchSize) else { return nil }
+            batch = leased
+            fromStore = leased.count
+        }
+        let handed = self.handoff.take(upTo: self.configuration.batchSize - batch.count)
+        if !handed.isEmpty {
+            batch += handed.map(\.push)
+            leaseEnds = min(leaseEnds, handed.map(\.leaseEnds).min() ?? leaseEnds)
+        } else if source == .handedFirst, self.doorbell.takeStoreHint() {
+            guard let leased = await self.leaseFromStore(limit: self.configuration.batchSize) else { return nil }
+            batch = leased
+            fromStore = leased.count
         }
         guard !batch.isEmpty else { return nil }
         self.inFlight.add(batch.count, ordering: .relaxed)
@@ -246,7 +281,26 @@ public final class DeliveryService: Service, Sendable {
                 )
             )
         }
-        return DeliveredBatch(leased: batch.count, settled: settled, leaseEnds: leaseEnds)
+        return DeliveredBatch(leased: batch.count, fromStore: fromStore, settled: settled, leaseEnds: leaseEnds)
+    }
+
+    /// Up to `limit` due pushes leased from the store, or nil when the store failed (after a pause).
+    private func leaseFromStore(limit: Int) async -> [LeasedPush]? {
+        do {
+            return try await self.store.lease(
+                owner: self.configuration.owner,
+                limit: limit,
+                nowMs: self.clock.nowMs,
+                leaseMs: Int64(self.configuration.lease.components.seconds * 1000)
+            )
+        } catch {
+            self.logger.warning(
+                "leasing failed; retrying",
+                metadata: ["error": "\(error.code)", "message": "\(error.message)"]
+            )
+            try? await Task.sleep(for: .milliseconds(500))
+            return nil
+        }
     }
 
     /// Each service's deliverer gets its pushes at once; several services in parallel.

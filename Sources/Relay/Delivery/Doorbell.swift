@@ -11,6 +11,8 @@ public final class Doorbell: Sendable {
         /// Rung while no worker waited: the next wait returns at once, so a ring between a worker's empty lease and
         /// its wait is not lost.
         var rung = false
+        /// Rung by ``ring()`` since a worker last looked: the store may have pushes due now.
+        var storeHint = false
         var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
         /// Waits that have an id but have not registered yet.
         var starting: Set<Int> = []
@@ -35,9 +37,11 @@ public final class Doorbell: Sendable {
         self.state.withLock { ($0.starting.count, $0.cancelled.count) }
     }
 
-    /// Wakes every waiting worker; with none waiting, the next wait returns at once.
+    /// Pushes were queued in the store: wakes every waiting worker to lease; with none waiting, the next wait
+    /// returns at once.
     public func ring() {
         let waiters = self.state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.storeHint = true
             guard !state.waiters.isEmpty else {
                 state.rung = true
                 return []
@@ -47,6 +51,28 @@ public final class Doorbell: Sendable {
             return waiters
         }
         for waiter in waiters { waiter.resume() }
+    }
+
+    /// Pushes were handed over (``DeliveryHandoff``): wakes one waiting worker to take them; with none waiting, the
+    /// next wait returns at once. The store is not hinted: the others stay asleep.
+    func wakeOne() {
+        let waiter = self.state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let id = state.waiters.keys.first else {
+                state.rung = true
+                return nil
+            }
+            return state.waiters.removeValue(forKey: id)
+        }
+        waiter?.resume()
+    }
+
+    /// Whether ``ring()`` rang since the last call: a worker that was woken and found nothing handed over leases
+    /// from the store only then (or when its poll interval has passed).
+    func takeStoreHint() -> Bool {
+        self.state.withLock { state in
+            defer { state.storeHint = false }
+            return state.storeHint
+        }
     }
 
     /// Returns when the bell rings or after `timeout`, whichever comes first.

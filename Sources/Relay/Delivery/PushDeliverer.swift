@@ -24,7 +24,8 @@ public protocol PushDeliverer: Sendable {
 public struct PushDelivery: Sendable, Hashable {
     /// The push id (APNs uses it as the `apns-id`).
     public var pushID: String
-    /// The device's push address now (the one registered when the push was leased, not when it was submitted).
+    /// The device's push address when the push was leased: by a worker's lease, the one registered then; for a push
+    /// leased at its submit's commit (``DeliveryHandoff``), the one the submit was checked against.
     public var address: RegisteredAddress
     /// The envelope bytes as submitted (checked against the APNs padding table at submit): the deliverer frames
     /// them into its service's body.

@@ -167,21 +167,19 @@ public func buildApplication(
     do {
         let connections = ConnectionTracker(limits: configuration.connections)
         let metrics = RelayMetrics(connections: connections)
-        let doorbell = Doorbell()
-        let service = try RelayService(
-            store: store,
-            metrics: metrics,
-            policy: configuration.policy,
-            services: opened.map(\.rules),
-            doorbell: doorbell,
-            logger: logger
-        )
         let delivery = DeliveryService(
             store: store,
             deliverers: opened.map(\.deliverer),
             metrics: metrics,
             configuration: configuration.delivery,
-            doorbell: doorbell,
+            logger: logger
+        )
+        let service = try RelayService(
+            store: store,
+            metrics: metrics,
+            policy: configuration.policy,
+            services: opened.map(\.rules),
+            handoff: delivery.handoff,
             logger: logger
         )
         let application = try RelayApplication.make(

@@ -51,6 +51,9 @@ public protocol RelayStore: Sendable {
 
     /// Enqueues one submit in one transaction, or answers the earlier outcome of the same idempotency key.
     ///
+    /// A submit with a ``NewSubmit/lease`` stores its pushes leased to that owner (attempt 1) instead of queued; a
+    /// duplicate stores nothing.
+    ///
     /// - Throws: `idempotency-key-reused` when the key was used with other pushes.
     func enqueue(_ submit: NewSubmit, nowMs: Int64) async throws(RelayError) -> EnqueueOutcome
 
@@ -139,6 +142,36 @@ public struct NewSubmit: Sendable {
     /// (device id, new push id, envelope) in request order: the envelope as submitted, which the push service's
     /// deliverer frames at delivery.
     public var pushes: [(deviceID: String, pushID: String, envelope: [UInt8])]
+    /// When set, the pushes are stored already leased (attempt 1) to a delivery worker of this process, which the
+    /// submit hands them to once the commit is durable (``DeliveryHandoff``); nil stores them queued, for a lease.
+    public var lease: SubmitLease?
+
+    public init(
+        userID: String,
+        idempotencyKey: String,
+        requestDigest: [UInt8],
+        pushes: [(deviceID: String, pushID: String, envelope: [UInt8])],
+        lease: SubmitLease? = nil
+    ) {
+        self.userID = userID
+        self.idempotencyKey = idempotencyKey
+        self.requestDigest = requestDigest
+        self.pushes = pushes
+        self.lease = lease
+    }
+}
+
+/// A lease a submit's pushes are stored under: the same as one ``RelayStore/lease(owner:limit:nowMs:leaseMs:)``
+/// would take at the commit (state `leased`, attempt 1, this owner, this expiry), so a crash before delivery leaves
+/// them to be leased again when it expires, as any lease.
+public struct SubmitLease: Sendable, Hashable {
+    public var owner: String
+    public var expiresAtMs: Int64
+
+    public init(owner: String, expiresAtMs: Int64) {
+        self.owner = owner
+        self.expiresAtMs = expiresAtMs
+    }
 }
 
 /// What ``RelayStore/submitContext(userID:tokenHash:)`` read.

@@ -918,6 +918,10 @@ public final class PostgresRelayStore: RelayStore {
         var pushDevices: [String] = []
         var pushEnvelopes: [ByteBuffer] = []
         var pushNows: [Int64] = []
+        /// The lease owner of each push, "" for a queued one (PostgresNIO binds no array of optionals).
+        var pushOwners: [String] = []
+        /// The lease's expiry of each push, 0 for a queued one.
+        var pushLeaseEnds: [Int64] = []
         /// Pushes per submit, to check what the statement inserted.
         var pushCounts: [SubmitKey: Int] = [:]
 
@@ -937,6 +941,8 @@ public final class PostgresRelayStore: RelayStore {
                     self.pushDevices.append(push.deviceID)
                     self.pushEnvelopes.append(ByteBuffer(bytes: push.envelope))
                     self.pushNows.append(pending.nowMs)
+                    self.pushOwners.append(submit.lease?.owner ?? "")
+                    self.pushLeaseEnds.append(submit.lease?.expiresAtMs ?? 0)
                 }
             }
         }
@@ -965,11 +971,15 @@ public final class PostgresRelayStore: RelayStore {
               ON CONFLICT DO NOTHING RETURNING user_id, idempotency_key),
             inserted AS (
               INSERT INTO pushes (push_id, user_id, device_id, envelope, state, attempts, next_attempt_at_ms,
-                enqueued_at_ms, completions)
-              SELECT p.push_id, p.user_id, p.device_id, p.envelope, 'queued', 0, p.now_ms, p.now_ms, 0
+                enqueued_at_ms, completions, lease_owner, lease_expires_at_ms)
+              SELECT p.push_id, p.user_id, p.device_id, p.envelope,
+                CASE WHEN p.owner = '' THEN 'queued' ELSE 'leased' END, CASE WHEN p.owner = '' THEN 0 ELSE 1 END,
+                p.now_ms, p.now_ms, 0, NULLIF(p.owner, ''), NULLIF(p.lease_ends, 0)
               FROM unnest(\(statement.pushUsers)::text[], \(statement.pushKeys)::text[], \(statement.pushIDs)::text[],
-                \(statement.pushDevices)::text[], \(statement.pushEnvelopes)::bytea[], \(statement.pushNows)::int8[])
-                WITH ORDINALITY AS p(user_id, idempotency_key, push_id, device_id, envelope, now_ms, position)
+                \(statement.pushDevices)::text[], \(statement.pushEnvelopes)::bytea[], \(statement.pushNows)::int8[],
+                \(statement.pushOwners)::text[], \(statement.pushLeaseEnds)::int8[])
+                WITH ORDINALITY
+                AS p(user_id, idempotency_key, push_id, device_id, envelope, now_ms, owner, lease_ends, position)
               JOIN claimed c ON c.user_id = p.user_id AND c.idempotency_key = p.idempotency_key
               ORDER BY p.position
               RETURNING 1)

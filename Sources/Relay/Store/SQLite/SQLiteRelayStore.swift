@@ -573,8 +573,9 @@ public final class SQLiteRelayStore: RelayStore {
             try db.withStatement(
                 """
                 INSERT INTO pushes (push_id, user_id, device_id, envelope, state, attempts, next_attempt_at_ms,
-                  enqueued_at_ms, completions)
-                VALUES (?1, ?2, ?3, ?4, 'queued', 0, ?5, ?5, 0)
+                  enqueued_at_ms, completions, lease_owner, lease_expires_at_ms)
+                VALUES (?1, ?2, ?3, ?4, CASE WHEN ?6 IS NULL THEN 'queued' ELSE 'leased' END,
+                  CASE WHEN ?6 IS NULL THEN 0 ELSE 1 END, ?5, ?5, 0, ?6, ?7)
                 """
             ) { s throws(RelayError) in
                 try s.bind(push.pushID, at: 1)
@@ -582,6 +583,8 @@ public final class SQLiteRelayStore: RelayStore {
                 try s.bind(push.deviceID, at: 3)
                 try s.bind(push.envelope, at: 4)
                 try s.bind(nowMs, at: 5)
+                try s.bind(submit.lease?.owner, at: 6)
+                try s.bind(submit.lease?.expiresAtMs, at: 7)
                 try s.run()
             }
         }

@@ -1,0 +1,365 @@
+import E2EECore
+import Foundation
+import Logging
+import RelayClient
+import Testing
+
+@testable import Relay
+
+/// A submit's pushes committed already leased to this process's workers and handed to them in memory
+/// (``DeliveryHandoff``): two transactions per push instead of three, and nothing rests on the memory.
+@Suite("Relay delivery handoff: a submit's pushes leased at the commit")
+struct DeliveryHandoffTests {
+    static let owner = "this-process"
+
+    /// A deliverer that accepts every push.
+    static func accepting() -> RecordingDeliverer {
+        RecordingDeliverer { _ in DeliveryReport(outcome: .delivered, status: 200, label: "200", signal: .answered) }
+    }
+
+    /// Delivery workers on `fixture`'s store and clock, and a relay service that hands them its submits.
+    static func wired(
+        _ fixture: ServiceFixture,
+        owner: String = Self.owner,
+        workers: Int = 1,
+        batchSize: Int = 64,
+        deliverer: RecordingDeliverer
+    ) throws -> (delivery: DeliveryService, service: RelayService) {
+        var configuration = DeliveryService.Configuration(owner: owner)
+        configuration.workers = workers
+        configuration.batchSize = batchSize
+        configuration.pollInterval = .seconds(3600)
+        let delivery = DeliveryService(
+            store: fixture.store,
+            deliverers: [deliverer],
+            metrics: fixture.metrics,
+            configuration: configuration,
+            clock: fixture.clock.wallClock,
+            logger: Logger(label: "delivery")
+        )
+        let service = try RelayService(
+            store: fixture.store,
+            metrics: fixture.metrics,
+            clock: fixture.clock.wallClock,
+            handoff: delivery.handoff,
+            logger: Logger(label: "relay")
+        )
+        return (delivery, service)
+    }
+
+    /// bob with two devices, enrolled, and a submit body of one text to each.
+    static func bobAndBody(_ fixture: ServiceFixture, token: DeliveryToken) async throws -> [UInt8] {
+        try await Self.bobAndBodies(fixture, token: token).body
+    }
+
+    /// bob enrolled, a submit body of one text to each device, and a function that seals another such body.
+    static func bobAndBodies(
+        _ fixture: ServiceFixture,
+        token: DeliveryToken
+    ) async throws -> (body: [UInt8], another: () throws -> [UInt8]) {
+        let alice = try TestUser.make("alice", devices: ["laptop"])
+        let bob = try TestUser.make("bob")
+        try await fixture.enroll(bob, token: token)
+        let another = {
+            submitBody(
+                try bob.devices.map { ($0.deviceID, try bob.sealText(from: alice.devices[0], to: $0.deviceID)) }
+            )
+        }
+        return (try another(), another)
+    }
+
+    @Test(
+        "a submit with room is stored leased (attempt 1) and handed over; a worker delivers it with no lease of its own"
+    )
+    func handedAndDelivered() async throws {
+        try await ServiceFixture.with { fixture in
+            let deliverer = Self.accepting()
+            let (delivery, service) = try Self.wired(fixture, deliverer: deliverer)
+            let token = DeliveryToken()
+            let body = try await Self.bobAndBody(fixture, token: token)
+            let answer = try await service.submit(
+                userID: "bob",
+                authorization: "Bearer \(token.hex)",
+                idempotencyKey: "k",
+                body: body
+            )
+            let ids = answer.pushes.map(\.pushID)
+            #expect(ids.count == 2)
+            for id in ids {
+                let record = try #require(try await fixture.store.push(id))
+                #expect(record.state == .leased)
+                #expect(record.attempts == 1)
+            }
+            #expect(delivery.handoff.waiting == 2)
+            #expect(delivery.handoff.reserved == 0)
+            // The doorbell was not rung for the store: nothing is queued there.
+            #expect(!delivery.doorbell.takeStoreHint())
+            #expect(try await fixture.store.counts() == [.leased: 2])
+            // Another owner's lease finds nothing due: the pushes are leased until their lease ends.
+            #expect(
+                try await fixture.store.lease(owner: "other", limit: 10, nowMs: fixture.clock.nowMs, leaseMs: 1).isEmpty
+            )
+
+            #expect(await delivery.runOnce() == 2)
+            #expect(deliverer.deliveries.map(\.pushID) == ids)
+            #expect(deliverer.deliveries.map(\.attempt) == [1, 1])
+            #expect(deliverer.deliveries.map(\.address) == [TestUser.address("phone"), TestUser.address("tablet")])
+            #expect(delivery.handoff.waiting == 0)
+            for id in ids {
+                let record = try #require(try await fixture.store.push(id))
+                #expect(record.state == .delivered)
+                // A store lease would have made it attempt 2.
+                #expect(record.attempts == 1)
+                #expect(record.completions == 1)
+            }
+            #expect(try await fixture.store.counts() == [.delivered: 2])
+        }
+    }
+
+    @Test("a process that dies with pushes handed over loses none: another owner leases them when the lease expires")
+    func deadProcessLeasesExpire() async throws {
+        try await ServiceFixture.with { fixture in
+            let (dead, service) = try Self.wired(fixture, owner: "dead", deliverer: Self.accepting())
+            let token = DeliveryToken()
+            let body = try await Self.bobAndBody(fixture, token: token)
+            let ids = try await service.submit(
+                userID: "bob",
+                authorization: "Bearer \(token.hex)",
+                idempotencyKey: "k",
+                body: body
+            ).pushes.map(\.pushID)
+            #expect(dead.handoff.waiting == 2)
+            // The process dies: its handoff, in memory, is gone. The next process has workers of its own.
+            let deliverer = Self.accepting()
+            let (next, _) = try Self.wired(fixture, owner: "next", deliverer: deliverer)
+            #expect(await next.runOnce() == 0)
+            fixture.clock.advance(seconds: 59)
+            #expect(await next.runOnce() == 0)
+            fixture.clock.advance(seconds: 1)
+            #expect(await next.runOnce() == 2)
+            #expect(Set(deliverer.deliveries.map(\.pushID)) == Set(ids))
+            #expect(deliverer.deliveries.map(\.attempt) == [2, 2])
+            for id in ids {
+                let record = try #require(try await fixture.store.push(id))
+                #expect(record.state == .delivered)
+                #expect(record.attempts == 2)
+                #expect(record.completions == 1)
+            }
+        }
+    }
+
+    @Test("without room, or once stopping, a submit is queued for a lease and rings the doorbell for the store")
+    func fullOrStoppingQueues() async throws {
+        try await ServiceFixture.with { fixture in
+            // Room for 2 pushes: one submit of two fills it.
+            let (delivery, service) = try Self.wired(fixture, batchSize: 2, deliverer: Self.accepting())
+            let token = DeliveryToken()
+            let body = try await Self.bobAndBody(fixture, token: token)
+            let first = try await service.submit(
+                userID: "bob",
+                authorization: "Bearer \(token.hex)",
+                idempotencyKey: "k1",
+                body: body
+            )
+            #expect(delivery.handoff.waiting == 2)
+            #expect(!delivery.doorbell.takeStoreHint())
+            let second = try await service.submit(
+                userID: "bob",
+                authorization: "Bearer \(token.hex)",
+                idempotencyKey: "k2",
+                body: body
+            )
+            #expect(delivery.handoff.waiting == 2)
+            for id in second.pushes.map(\.pushID) {
+                let record = try #require(try await fixture.store.push(id))
+                #expect(record.state == .queued)
+                #expect(record.attempts == 0)
+            }
+            #expect(delivery.doorbell.takeStoreHint())
+            #expect(try await fixture.store.counts() == [.leased: 2, .queued: 2])
+
+            // A worker takes the store's due pushes first, then fills its batch from the handoff (2 + 0 here: the
+            // batch is full), then the handed ones.
+            #expect(await delivery.runOnce() == 2)
+            #expect(await delivery.runOnce() == 2)
+            #expect(try await fixture.store.counts() == [.delivered: 4])
+            #expect(try await fixture.store.push(first.pushes[0].pushID)?.attempts == 1)
+            #expect(try await fixture.store.push(second.pushes[0].pushID)?.attempts == 1)
+
+            delivery.stop()
+            #expect(delivery.handoff.reserve(1, nowMs: fixture.clock.nowMs) == nil)
+            let third = try await service.submit(
+                userID: "bob",
+                authorization: "Bearer \(token.hex)",
+                idempotencyKey: "k3",
+                body: body
+            )
+            #expect(delivery.handoff.waiting == 0)
+            #expect(try await fixture.store.push(third.pushes[0].pushID)?.state == .queued)
+        }
+    }
+
+    @Test("a duplicate or a refused submit hands nothing over and gives its room back")
+    func duplicateAndRefusedRelease() async throws {
+        try await ServiceFixture.with { fixture in
+            let (delivery, service) = try Self.wired(fixture, batchSize: 2, deliverer: Self.accepting())
+            let token = DeliveryToken()
+            let (body, another) = try await Self.bobAndBodies(fixture, token: token)
+            _ = try await service.submit(
+                userID: "bob",
+                authorization: "Bearer \(token.hex)",
+                idempotencyKey: "k",
+                body: body
+            )
+            #expect(await delivery.runOnce() == 2)
+            let duplicate = try await service.submit(
+                userID: "bob",
+                authorization: "Bearer \(token.hex)",
+                idempotencyKey: "k",
+                body: body
+            )
+            #expect(duplicate.duplicate)
+            #expect(delivery.handoff.waiting == 0)
+            #expect(delivery.handoff.reserved == 0)
+            // The same key with other pushes: the store refuses it inside the commit.
+            let other = try another()
+            let refused = await relayErrorCode {
+                _ = try await service.submit(
+                    userID: "bob",
+                    authorization: "Bearer \(token.hex)",
+                    idempotencyKey: "k",
+                    body: other
+                )
+            }
+            #expect(refused == .idempotencyKeyReused)
+            #expect(delivery.handoff.waiting == 0)
+            #expect(delivery.handoff.reserved == 0)
+            // The room is whole again: a reservation of all of it is granted.
+            let reservation = try #require(delivery.handoff.reserve(2, nowMs: 5))
+            #expect(reservation.lease == SubmitLease(owner: Self.owner, expiresAtMs: 5 + 60_000))
+            delivery.handoff.release(reservation)
+            #expect(try await fixture.store.counts() == [.delivered: 2])
+        }
+    }
+
+    @Test("running workers deliver a handed-over push at once; on stop, pushes handed over meanwhile are delivered")
+    func runningAndStopping() async throws {
+        try await ServiceFixture.with { fixture in
+            let deliverer = Self.accepting()
+            let (delivery, service) = try Self.wired(fixture, workers: 2, deliverer: deliverer)
+            let token = DeliveryToken()
+            let body = try await Self.bobAndBody(fixture, token: token)
+            let running = Task { try await delivery.run() }
+            // Both workers looked at the store, found nothing, and wait (an hour each, unless woken).
+            try await waitUntil(tries: 600, every: .milliseconds(10)) { delivery.doorbell.waiting == 2 }
+            let first = try await service.submit(
+                userID: "bob",
+                authorization: "Bearer \(token.hex)",
+                idempotencyKey: "k1",
+                body: body
+            ).pushes.map(\.pushID)
+            try await waitUntil(tries: 600, every: .milliseconds(10)) {
+                try await fixture.store.counts() == [.delivered: 2]
+            }
+            #expect(deliverer.deliveries.map(\.pushID) == first)
+            // A submit reserved before the stop and committed after it (the race a graceful stop can meet): its pushes
+            // are delivered by the stopping service, not left leased until their lease ends.
+            let reservation = try #require(delivery.handoff.reserve(1, nowMs: fixture.clock.nowMs))
+            var submit = NewSubmit(
+                userID: "bob",
+                idempotencyKey: "late",
+                requestDigest: [9],
+                pushes: [("phone", "late-1", [7])]
+            )
+            submit.lease = reservation.lease
+            _ = try await fixture.store.enqueue(submit, nowMs: fixture.clock.nowMs)
+            delivery.stop()
+            delivery.handoff.hand(
+                [
+                    LeasedPush(
+                        pushID: "late-1",
+                        userID: "bob",
+                        deviceID: "phone",
+                        envelope: [7],
+                        attempts: 1,
+                        enqueuedAtMs: fixture.clock.nowMs,
+                        address: TestUser.address("phone")
+                    )
+                ],
+                under: reservation
+            )
+            try await running.value
+            #expect(deliverer.deliveries.map(\.pushID) == first + ["late-1"])
+            #expect(try await fixture.store.push("late-1")?.state == .delivered)
+            #expect(delivery.handoff.waiting == 0)
+        }
+    }
+
+    @Test("the doorbell: wakeOne wakes one waiter without hinting the store; ring hints the store once")
+    func doorbellWakeOne() async throws {
+        let bell = Doorbell()
+        async let first: Bool = DoorbellTests.finishes { await bell.wait(upTo: .seconds(3600)) }
+        async let second: Bool = DoorbellTests.finishes(within: .seconds(2)) { await bell.wait(upTo: .seconds(3600)) }
+        try await waitUntil(tries: 6000, every: .milliseconds(10)) { bell.waiting == 2 }
+        bell.wakeOne()
+        try await waitUntil(tries: 6000, every: .milliseconds(10)) { bell.waiting == 1 }
+        #expect(!bell.takeStoreHint())
+        bell.ring()
+        let woke = await [first, second]
+        #expect(woke == [true, true])
+        #expect(bell.takeStoreHint())
+        #expect(!bell.takeStoreHint())
+    }
+
+    @Test("SQLite: a submit stored under a lease is that owner's until it expires, then anyone's, attempt 2")
+    func sqliteStoredLeased() async throws {
+        try await RelayStoreContractTests.withSQLite { try await Self.storedLeased($0) }
+    }
+
+    @Test(
+        "PostgreSQL: a submit stored under a lease is that owner's until it expires, then anyone's, attempt 2",
+        .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)
+    )
+    func postgresStoredLeased() async throws {
+        try await RelayStoreContractTests.withPostgres { try await Self.storedLeased($0) }
+    }
+
+    static func storedLeased(_ store: any RelayStore) async throws {
+        try await RelayStoreContractTests.seed(store, pushes: 0)
+        let leased = NewSubmit(
+            userID: "u",
+            idempotencyKey: "leased",
+            requestDigest: [1],
+            pushes: [("a", "l1", [1]), ("b", "l2", [2])],
+            lease: SubmitLease(owner: "w", expiresAtMs: 1_000)
+        )
+        let queued = NewSubmit(userID: "u", idempotencyKey: "queued", requestDigest: [2], pushes: [("a", "q1", [3])])
+        // One group: the leased and the queued submit may commit together.
+        async let one = store.enqueue(leased, nowMs: 100)
+        async let two = store.enqueue(queued, nowMs: 100)
+        let outcomes = try await [one, two]
+        #expect(outcomes.map(\.duplicate) == [false, false])
+        #expect(try await store.push("l1")?.state == .leased)
+        #expect(try await store.push("l1")?.attempts == 1)
+        #expect(try await store.push("q1")?.state == .queued)
+        #expect(try await store.push("q1")?.attempts == 0)
+        // A duplicate of the leased submit stores nothing, leased or not.
+        #expect(try await store.enqueue(leased, nowMs: 200).duplicate)
+        #expect(try await store.counts() == [.leased: 2, .queued: 1])
+
+        // Before the expiry only the queued push is due.
+        #expect(try await store.lease(owner: "x", limit: 10, nowMs: 999, leaseMs: 10_000).map(\.pushID) == ["q1"])
+        // The leasing owner completes one of its pushes with attempt 1: recorded, once.
+        #expect(
+            try await store.complete("l1", owner: "w", outcome: .delivered(status: 200), attempt: 1, nowMs: 500)
+                == .recorded
+        )
+        // At the expiry the other is anyone's, as attempt 2, with its device's address.
+        let expired = try await store.lease(owner: "x", limit: 10, nowMs: 1_000, leaseMs: 10_000)
+        #expect(expired.map(\.pushID) == ["l2"])
+        #expect(expired.map(\.attempts) == [2])
+        #expect(expired.map(\.address) == [TestUser.address("b")])
+        #expect(try await store.push("l1")?.state == .delivered)
+        #expect(try await store.push("l1")?.completions == 1)
+    }
+}
