@@ -11,7 +11,9 @@ import Locking
 ///
 /// A reservation is refused, and the pushes are queued for a lease as before, when the workers are stopping or when
 /// the pushes waiting here (and those reserved) would exceed the capacity: a backlog stays in the store, leased in
-/// due order, and no lease ages in memory behind it.
+/// due order, and no lease ages in memory behind it. Once refused for lack of room, reservations stay refused until
+/// a worker's lease finds fewer due pushes than it asked for (``storeCaughtUp()``): pushes submitted later do not
+/// overtake the backlog queued before them.
 public final class DeliveryHandoff: Sendable {
     /// A push waiting for a worker, with when its lease ends (real time).
     struct Entry: Sendable {
@@ -28,6 +30,8 @@ public final class DeliveryHandoff: Sendable {
 
     private struct State {
         var open = true
+        /// A reservation was refused for lack of room and the store has not caught up since.
+        var spilled = false
         var reserved = 0
         var entries: [Entry] = []
     }
@@ -59,7 +63,11 @@ public final class DeliveryHandoff: Sendable {
     public func reserve(_ count: Int, nowMs: Int64) -> Reservation? {
         let leaseEnds = ContinuousClock.now + self.lease
         let granted = self.state.withLock { state -> Bool in
-            guard state.open, state.entries.count + state.reserved + count <= self.capacity else { return false }
+            guard state.open, !state.spilled else { return false }
+            guard state.entries.count + state.reserved + count <= self.capacity else {
+                state.spilled = true
+                return false
+            }
             state.reserved += count
             return true
         }
@@ -97,6 +105,15 @@ public final class DeliveryHandoff: Sendable {
             return taken
         }
     }
+
+    /// A lease found fewer due pushes than it asked for: no backlog waits in the store, and reservations are granted
+    /// again when there is room.
+    func storeCaughtUp() {
+        self.state.withLock { $0.spilled = false }
+    }
+
+    /// Whether reservations are refused until the store catches up (tests).
+    var isSpilled: Bool { self.state.withLock { $0.spilled } }
 
     /// No more reservations: the workers are stopping.
     func close() {

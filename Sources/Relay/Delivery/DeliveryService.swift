@@ -287,12 +287,14 @@ public final class DeliveryService: Service, Sendable {
     /// Up to `limit` due pushes leased from the store, or nil when the store failed (after a pause).
     private func leaseFromStore(limit: Int) async -> [LeasedPush]? {
         do {
-            return try await self.store.lease(
+            let leased = try await self.store.lease(
                 owner: self.configuration.owner,
                 limit: limit,
                 nowMs: self.clock.nowMs,
                 leaseMs: Int64(self.configuration.lease.components.seconds * 1000)
             )
+            if leased.count < limit { self.handoff.storeCaughtUp() }
+            return leased
         } catch {
             self.logger.warning(
                 "leasing failed; retrying",
