@@ -47,6 +47,21 @@ struct DeliveryHandoffTests {
         return (delivery, service)
     }
 
+    /// Submits `body` to bob with `token` under `key`; the push ids the relay answered.
+    static func submit(
+        _ service: RelayService,
+        _ token: DeliveryToken,
+        key: String,
+        body: [UInt8]
+    ) async throws -> [String] {
+        try await service.submit(
+            userID: "bob",
+            authorization: "Bearer \(token.hex)",
+            idempotencyKey: key,
+            body: body
+        ).pushes.map(\.pushID)
+    }
+
     /// bob with two devices, enrolled, and a submit body of one text to each.
     static func bobAndBody(_ fixture: ServiceFixture, token: DeliveryToken) async throws -> [UInt8] {
         try await Self.bobAndBodies(fixture, token: token).body
@@ -77,13 +92,7 @@ struct DeliveryHandoffTests {
             let (delivery, service) = try Self.wired(fixture, deliverer: deliverer)
             let token = DeliveryToken()
             let body = try await Self.bobAndBody(fixture, token: token)
-            let answer = try await service.submit(
-                userID: "bob",
-                authorization: "Bearer \(token.hex)",
-                idempotencyKey: "k",
-                body: body
-            )
-            let ids = answer.pushes.map(\.pushID)
+            let ids = try await Self.submit(service, token, key: "k", body: body)
             #expect(ids.count == 2)
             for id in ids {
                 let record = try #require(try await fixture.store.push(id))
@@ -122,12 +131,7 @@ struct DeliveryHandoffTests {
             let (dead, service) = try Self.wired(fixture, owner: "dead", deliverer: Self.accepting())
             let token = DeliveryToken()
             let body = try await Self.bobAndBody(fixture, token: token)
-            let ids = try await service.submit(
-                userID: "bob",
-                authorization: "Bearer \(token.hex)",
-                idempotencyKey: "k",
-                body: body
-            ).pushes.map(\.pushID)
+            let ids = try await Self.submit(service, token, key: "k", body: body)
             #expect(dead.handoff.waiting == 2)
             // The process dies: its handoff, in memory, is gone. The next process has workers of its own.
             let deliverer = Self.accepting()
@@ -156,12 +160,7 @@ struct DeliveryHandoffTests {
             let token = DeliveryToken()
             let body = try await Self.bobAndBody(fixture, token: token)
             func submit(_ key: String) async throws -> [String] {
-                try await service.submit(
-                    userID: "bob",
-                    authorization: "Bearer \(token.hex)",
-                    idempotencyKey: key,
-                    body: body
-                ).pushes.map(\.pushID)
+                try await Self.submit(service, token, key: key, body: body)
             }
             let first = try await submit("k1")
             #expect(delivery.handoff.waiting == 2)
@@ -257,12 +256,7 @@ struct DeliveryHandoffTests {
             let running = Task { try await delivery.run() }
             // Both workers looked at the store, found nothing, and wait (an hour each, unless woken).
             try await waitUntil(tries: 600, every: .milliseconds(10)) { delivery.doorbell.waiting == 2 }
-            let first = try await service.submit(
-                userID: "bob",
-                authorization: "Bearer \(token.hex)",
-                idempotencyKey: "k1",
-                body: body
-            ).pushes.map(\.pushID)
+            let first = try await Self.submit(service, token, key: "k1", body: body)
             try await waitUntil(tries: 600, every: .milliseconds(10)) {
                 try await fixture.store.counts() == [.delivered: 2]
             }
