@@ -90,6 +90,59 @@ struct RelayStoreContractTests {
         }
     }
 
+    @Test("SQLite: a submit stored under a lease is that owner's until it expires, then anyone's, attempt 2")
+    func sqliteStoredLeased() async throws {
+        try await Self.withSQLite { try await Self.storedLeased($0) }
+    }
+
+    @Test(
+        "PostgreSQL: a submit stored under a lease is that owner's until it expires, then anyone's, attempt 2",
+        .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipNote)
+    )
+    func postgresStoredLeased() async throws {
+        try await Self.withPostgres { try await Self.storedLeased($0) }
+    }
+
+    /// A submit the relay hands to its own workers (``DeliveryHandoff``) is stored as their lease would leave it.
+    static func storedLeased(_ store: any RelayStore) async throws {
+        try await Self.seed(store, pushes: 0)
+        let leased = NewSubmit(
+            userID: "u",
+            idempotencyKey: "leased",
+            requestDigest: [1],
+            pushes: [("a", "l1", [1]), ("b", "l2", [2])],
+            lease: SubmitLease(owner: "w", expiresAtMs: 1_000)
+        )
+        let queued = NewSubmit(userID: "u", idempotencyKey: "queued", requestDigest: [2], pushes: [("a", "q1", [3])])
+        // One group: the leased and the queued submit may commit together.
+        async let one = store.enqueue(leased, nowMs: 100)
+        async let two = store.enqueue(queued, nowMs: 100)
+        let outcomes = try await [one, two]
+        #expect(outcomes.map(\.duplicate) == [false, false])
+        #expect(try await store.push("l1")?.state == .leased)
+        #expect(try await store.push("l1")?.attempts == 1)
+        #expect(try await store.push("q1")?.state == .queued)
+        #expect(try await store.push("q1")?.attempts == 0)
+        // A duplicate of the leased submit stores nothing, leased or not.
+        #expect(try await store.enqueue(leased, nowMs: 200).duplicate)
+        #expect(try await store.counts() == [.leased: 2, .queued: 1])
+
+        // Before the expiry only the queued push is due.
+        #expect(try await store.lease(owner: "x", limit: 10, nowMs: 999, leaseMs: 10_000).map(\.pushID) == ["q1"])
+        // The leasing owner completes one of its pushes with attempt 1: recorded, once.
+        #expect(
+            try await store.complete("l1", owner: "w", outcome: .delivered(status: 200), attempt: 1, nowMs: 500)
+                == .recorded
+        )
+        // At the expiry the other is anyone's, as attempt 2, with its device's address.
+        let expired = try await store.lease(owner: "x", limit: 10, nowMs: 1_000, leaseMs: 10_000)
+        #expect(expired.map(\.pushID) == ["l2"])
+        #expect(expired.map(\.attempts) == [2])
+        #expect(expired.map(\.address) == [TestUser.address("b")])
+        #expect(try await store.push("l1")?.state == .delivered)
+        #expect(try await store.push("l1")?.completions == 1)
+    }
+
     @Test("SQLite: a completion recorded again by its own lease is not a duplicate; a refused address is marked failed")
     func sqliteSameLeaseAndFailedAddress() async throws {
         try await Self.withSQLite { try await Self.sameLeaseAndFailedAddress($0) }
