@@ -167,19 +167,26 @@ package enum RelayJSON {
         } else {
             return nil
         }
-        guard reader.take(#","pushes":["#) else { return nil }
-        var pushes: [RelayAPI.AcceptedPush] = []
-        if !reader.take("]") {
-            repeat {
-                guard reader.take(#"{"device_id":"#), let deviceID = reader.plainString(),
-                    reader.take(#","push_id":"#), let pushID = reader.plainString(), reader.take("}")
-                else { return nil }
-                pushes.append(RelayAPI.AcceptedPush(deviceID: deviceID, pushID: pushID))
-            } while reader.take(",")
-            guard reader.take("]") else { return nil }
-        }
-        guard reader.take("}"), reader.atEnd else { return nil }
-        return RelayAPI.SubmitResponse(pushes: pushes, duplicate: duplicate)
+        guard reader.take(#","pushes":["#), let pushes = reader.pushList(second: #","push_id":"#),
+            reader.take("}"), reader.atEnd
+        else { return nil }
+        return RelayAPI.SubmitResponse(
+            pushes: pushes.map { RelayAPI.AcceptedPush(deviceID: $0.deviceID, pushID: $0.second) },
+            duplicate: duplicate
+        )
+    }
+
+    /// A submit's body read in one pass when it is laid out as ``encode(_:)`` writes it (no spaces, keys in sorted
+    /// order, strings without escapes); nil for anything else, which the caller then gives to `JSONDecoder`. The
+    /// relay reads one body per submit, and `JSONDecoder` cost it about 18 µs of it.
+    package static func decodeSubmitRequest(_ bytes: [UInt8]) -> RelayAPI.SubmitRequest? {
+        var reader = LayoutReader(bytes: bytes)
+        guard reader.take(#"{"pushes":["#), let pushes = reader.pushList(second: #","envelope":"#),
+            reader.take("}"), reader.atEnd
+        else { return nil }
+        return RelayAPI.SubmitRequest(
+            pushes: pushes.map { RelayAPI.SubmitPush(deviceID: $0.deviceID, envelope: $0.second) }
+        )
     }
 
     /// Reads bytes of one fixed layout; every method leaves the position unchanged when it does not match.
@@ -196,6 +203,20 @@ package enum RelayJSON {
             for offset in 0..<count where bytes[index + offset] != start[offset] { return false }
             index += count
             return true
+        }
+
+        /// The rest of a list ``pushList(_:_:second:)`` writes, after its `[`: its `{"device_id":…,<second>…}`
+        /// objects and the closing `]`; nil when it is laid out in any other way.
+        mutating func pushList(second key: StaticString) -> [(deviceID: String, second: String)]? {
+            var pushes: [(deviceID: String, second: String)] = []
+            if self.take("]") { return pushes }
+            repeat {
+                guard self.take(#"{"device_id":"#), let deviceID = self.plainString(), self.take(key),
+                    let second = self.plainString(), self.take("}")
+                else { return nil }
+                pushes.append((deviceID, second))
+            } while self.take(",")
+            return self.take("]") ? pushes : nil
         }
 
         /// A JSON string without escapes or control characters, as valid UTF-8; nil for any other string.

@@ -4,7 +4,7 @@ import RelayClient
 import Testing
 
 /// The two encodings a sender does by hand for every submit, against what Foundation makes of the same values.
-@Suite("RelayClient's hand-written encodings: a path segment and a submit's body")
+@Suite("RelayClient's hand-written encodings: a path segment, a submit's body and its answer")
 struct RelayWireEncodingTests {
     static let hostile: [String] = [
         "bob", "device-1.a_b~c", "", "with space", "a/b", "50%", "é", "😀", "\"quoted\"", "back\\slash",
@@ -160,5 +160,77 @@ struct RelayWireEncodingTests {
         #expect(RelayJSON.decodeSubmitResponse(invalid) == nil)
         #expect(RelayJSON.decodeSubmitResponse(Array(#"{"duplicate":TRUE,"pushes":[]}"#.utf8)) == nil)
         #expect(RelayJSON.decodeSubmitResponse(Array(#"{"duplicate":false,"pushes":[]}"#.utf8))?.pushes == [])
+    }
+
+    @Test("a submit's body reads back in one pass exactly as JSONDecoder reads it, or is left to JSONDecoder")
+    func submitBodyReadBack() throws {
+        for value in Self.hostile {
+            for request in [
+                RelayAPI.SubmitRequest(pushes: [.init(deviceID: value, envelope: "AAEC/+8=")]),
+                RelayAPI.SubmitRequest(pushes: [
+                    .init(deviceID: "phone", envelope: "AA=="), .init(deviceID: "d", envelope: value),
+                ]),
+            ] {
+                let bytes = RelayJSON.encode(request)
+                let plain = request.pushes.allSatisfy { push in
+                    (Array(push.deviceID.utf8) + Array(push.envelope.utf8)).allSatisfy {
+                        $0 >= 0x20 && $0 != 0x22 && $0 != 0x5c
+                    }
+                }
+                #expect(RelayJSON.decodeSubmitRequest(bytes) == (plain ? request : nil), "\(request)")
+                #expect(try JSONDecoder().decode(RelayAPI.SubmitRequest.self, from: Data(bytes)) == request)
+            }
+        }
+        #expect(RelayJSON.decodeSubmitRequest(Array(#"{"pushes":[]}"#.utf8))?.pushes == [])
+        let expected = RelayAPI.SubmitRequest(pushes: [.init(deviceID: "a", envelope: "b")])
+        let valid = [
+            #"{ "pushes":[{"device_id":"a","envelope":"b"}]}"#,
+            #"{"pushes":[{"envelope":"b","device_id":"a"}]}"#,
+            #"{"pushes":[{"device_id":"a","envelope":"b","extra":1}]}"#,
+            #"{"extra":null,"pushes":[{"device_id":"a","envelope":"b"}]}"#,
+            #"{"pushes":[{"device_id":"\u0061","envelope":"b"}]}"#,
+            "{\"pushes\":[{\"device_id\":\"a\",\"envelope\":\"b\"}]}\n",
+        ]
+        for text in valid {
+            #expect(RelayJSON.decodeSubmitRequest(Array(text.utf8)) == nil, "\(text)")
+            #expect(try JSONDecoder().decode(RelayAPI.SubmitRequest.self, from: Data(text.utf8)) == expected)
+        }
+        let written = RelayJSON.encode(expected)
+        #expect(RelayJSON.decodeSubmitRequest(written) == expected)
+        for length in 0..<written.count {
+            #expect(RelayJSON.decodeSubmitRequest(Array(written[..<length])) == nil, "cut at \(length)")
+        }
+        var invalid = written
+        invalid[invalid.lastIndex(of: UInt8(ascii: "a"))!] = 0xff
+        #expect(RelayJSON.decodeSubmitRequest(invalid) == nil)
+        #expect(RelayJSON.decodeSubmitRequest(Array(#"{"pushes":[{"device_id":1,"envelope":"b"}]}"#.utf8)) == nil)
+    }
+
+    @Test("every one-byte change of a submit's body: the one-pass read is nil or what JSONDecoder reads")
+    func submitBodyMutations() throws {
+        let request = RelayAPI.SubmitRequest(
+            pushes: [.init(deviceID: "phone", envelope: "AAEC/+8="), .init(deviceID: "tablet-2", envelope: "AQ==")]
+        )
+        let written = RelayJSON.encode(request)
+        let replacements: [UInt8] = [
+            0x00, 0x20, 0x22, 0x2c, 0x3a, 0x5b, 0x5c, 0x5d, 0x7b, 0x7d, 0x41, 0x7f, 0xc3, 0xff,
+        ]
+        var read = 0
+        var refused = 0
+        for index in written.indices {
+            for byte in replacements where byte != written[index] {
+                var body = written
+                body[index] = byte
+                let decoded = try? JSONDecoder().decode(RelayAPI.SubmitRequest.self, from: Data(body))
+                if let fast = RelayJSON.decodeSubmitRequest(body) {
+                    #expect(fast == decoded, "byte \(index) as \(byte)")
+                    read += 1
+                } else {
+                    refused += 1
+                }
+            }
+        }
+        // Changes inside a string's value keep the layout (the read sees them), the others change it.
+        #expect(read > 0 && refused > 0, "read \(read), left to JSONDecoder \(refused)")
     }
 }

@@ -339,7 +339,13 @@ public final class RelayService: Sendable {
         body: [UInt8]
     ) async throws(RelayError) -> RelayAPI.SubmitResponse {
         try Identifiers.checkUserID(userID)
-        let request = try Self.decode(RelayAPI.SubmitRequest.self, body)
+        // The body as senders write it is read in one pass; any other layout goes to JSONDecoder.
+        let request: RelayAPI.SubmitRequest
+        if let read = RelayJSON.decodeSubmitRequest(body) {
+            request = read
+        } else {
+            request = try Self.decode(RelayAPI.SubmitRequest.self, body)
+        }
         guard let idempotencyKey else {
             throw RelayError(
                 .missingIdempotencyKey,
@@ -367,7 +373,9 @@ public final class RelayService: Sendable {
             let envelope = try self.envelope(bytes, index: index)
             // The queue keeps the envelope; the push service's deliverer frames it at delivery.
             envelopes.append(envelope.serialized)
-            digest.update(data: Array(push.deviceID.utf8) + [0] + bytes)
+            digest.update(data: Array(push.deviceID.utf8))
+            digest.update(data: [0])
+            digest.update(data: bytes)
         }
 
         // One read for everything the checks below need; the refusals keep their order.
@@ -381,7 +389,8 @@ public final class RelayService: Sendable {
         let now = self.clock.nowMs
         let tokenLimit = self.tokenShare(tokens: context.tokenCount)
         let recipientWait = self.recipientLimiter.wait(for: userID, cost: cost, nowMs: now)
-        let tokenWait = self.tokenLimiter.wait(for: Hex.encode(tokenHash), cost: cost, nowMs: now, limit: tokenLimit)
+        let tokenKey = Hex.encode(tokenHash)
+        let tokenWait = self.tokenLimiter.wait(for: tokenKey, cost: cost, nowMs: now, limit: tokenLimit)
         if recipientWait > 0 || tokenWait > 0 {
             let scope = recipientWait >= tokenWait ? "recipient" : "token"
             self.metrics.rateLimited(scope: scope)
@@ -433,7 +442,7 @@ public final class RelayService: Sendable {
             self.metrics.duplicateSubmits.increment()
         } else {
             self.recipientLimiter.take(userID, cost: cost, nowMs: now)
-            self.tokenLimiter.take(Hex.encode(tokenHash), cost: cost, nowMs: now, limit: tokenLimit)
+            self.tokenLimiter.take(tokenKey, cost: cost, nowMs: now, limit: tokenLimit)
             self.metrics.pushesAccepted.increment(by: Int64(outcome.pushes.count))
         }
         self.logger.debug(
