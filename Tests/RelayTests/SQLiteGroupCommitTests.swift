@@ -130,4 +130,91 @@ struct SQLiteGroupCommitTests {
             await #expect(throws: RelayError(.storageFull, "")) { try await store.ping() }
         }
     }
+
+    /// Two pushes of "u" enqueued, then leased by "w" (attempt 1): outcomes for a worker to record.
+    static func leasedPushes(_ store: SQLiteRelayStore) async throws -> [LeasedPush] {
+        try await RelayStoreContractTests.seed(store, pushes: 2)
+        let leased = try await store.lease(owner: "w", limit: 10, nowMs: 1, leaseMs: 60_000)
+        #expect(leased.count == 2)
+        return leased
+    }
+
+    /// Holds the queue, starts `leased`'s outcomes (delivered) as worker "w" records them, then `submits` as
+    /// concurrent enqueues, lets the queue go once all of them wait for the same commit, and returns their results.
+    static func completeAndEnqueueAsOneGroup(
+        _ store: SQLiteRelayStore,
+        _ leased: [LeasedPush],
+        _ submits: [NewSubmit]
+    ) async throws -> (
+        completed: Result<[CompletionResult], RelayError>, enqueued: [Result<EnqueueOutcome, RelayError>]
+    ) {
+        let release = store.holdQueue()
+        let completions = leased.map {
+            Completion(pushID: $0.pushID, outcome: .delivered(status: 200), attempt: $0.attempts)
+        }
+        let completing = Task { () -> Result<[CompletionResult], RelayError> in
+            do throws(RelayError) {
+                return .success(try await store.complete(completions, owner: "w", nowMs: 2))
+            } catch {
+                return .failure(error)
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while store.waitingCompletions < 1, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(store.waitingCompletions == 1)
+        let tasks = try await Self.lineUp(store, [submits], waiting: { store.waitingEnqueues })
+        release()
+        var enqueued: [Result<EnqueueOutcome, RelayError>] = []
+        for task in tasks { enqueued.append(await task.value) }
+        return (await completing.value, enqueued)
+    }
+
+    @Test("a worker's outcomes and the submits that wait with them share one commit")
+    func outcomesJoinTheGroup() async throws {
+        try await RelayStoreContractTests.withSQLite { store in
+            let leased = try await Self.leasedPushes(store)
+            let (commitsBefore, groupsBefore) = (store.groupWriteCommits, store.enqueueGroupCommits)
+            let submits = (1...3).map { Self.submit("k\($0)", digest: UInt8($0)) }
+
+            let (completed, enqueued) = try await Self.completeAndEnqueueAsOneGroup(store, leased, submits)
+
+            #expect(try completed.get() == [.recorded, .recorded])
+            for result in enqueued { #expect(try result.get().pushes.count == 2) }
+            #expect(store.groupWriteCommits == commitsBefore + 1)
+            #expect(store.enqueueGroupCommits == groupsBefore + 1)
+            for push in leased { #expect(try await store.push(push.pushID)?.state == .delivered) }
+            #expect(try await store.counts() == [.delivered: 2, .queued: 6])
+            // Recorded again by the same lease (an answer lost): the same answer, nothing counted twice.
+            let again = try await store.complete(
+                leased.map { Completion(pushID: $0.pushID, outcome: .delivered(status: 200), attempt: $0.attempts) },
+                owner: "w",
+                nowMs: 3
+            )
+            #expect(again == [.recorded, .recorded])
+            #expect(store.groupWriteCommits == commitsBefore + 2)
+        }
+    }
+
+    @Test("a full disk during a shared commit: the submits get storage-full, the outcomes are recorded on their own")
+    func fullDiskSharedCommit() async throws {
+        try await RelayStoreContractTests.withSQLite { store in
+            let leased = try await Self.leasedPushes(store)
+            try store.capAtCurrentSize()
+            let (commitsBefore, groupsBefore) = (store.groupWriteCommits, store.enqueueGroupCommits)
+            // Bodies larger than a page: each submit needs pages the capped file cannot get; the outcomes do not.
+            let submits = (1...3).map { Self.submit("big\($0)", digest: UInt8($0), bodyBytes: 8192) }
+
+            let (completed, enqueued) = try await Self.completeAndEnqueueAsOneGroup(store, leased, submits)
+
+            #expect(try completed.get() == [.recorded, .recorded])
+            for result in enqueued {
+                #expect(throws: RelayError(.storageFull, "")) { try result.get() }
+            }
+            #expect(store.groupWriteCommits == commitsBefore + 1)
+            #expect(store.enqueueGroupCommits == groupsBefore)
+            #expect(try await store.counts() == [.delivered: 2])
+        }
+    }
 }

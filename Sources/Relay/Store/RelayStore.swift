@@ -60,7 +60,8 @@ public protocol RelayStore: Sendable {
     /// Leases up to `limit` due pushes to `owner` until `nowMs + leaseMs`.
     func lease(owner: String, limit: Int, nowMs: Int64, leaseMs: Int64) async throws(RelayError) -> [LeasedPush]
 
-    /// Records the outcomes of leased pushes, all in one transaction (one commit per delivered batch).
+    /// Records the outcomes of leased pushes, all in one transaction (at most one commit per delivered batch: a store
+    /// may record them in a transaction it shares with other writes, as the SQLite store's group commit does).
     func complete(
         _ completions: [Completion],
         owner: String,

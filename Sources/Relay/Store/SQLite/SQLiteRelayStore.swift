@@ -20,7 +20,9 @@ import Darwin
 /// disk) are enqueued together in one transaction, each inside its own savepoint, and answered after that one
 /// commit. A submit refused by the queue's rules (a reused idempotency key) rolls back to its savepoint alone; a
 /// storage failure (a full disk, an I/O error) rolls the whole transaction back and every submit of the group gets
-/// that error: nothing of any of them was stored.
+/// that error: nothing of any of them was stored. The outcomes the delivery workers record (``complete(_:owner:
+/// nowMs:)``) join the same group and its one sync to disk; when a shared commit fails, the submits and the
+/// outcomes are each tried again in a transaction of their own, so neither half fails for the other's sake.
 public final class SQLiteRelayStore: RelayStore {
     /// The connection, touched only on ``queue``.
     private final class Holder: @unchecked Sendable {
@@ -37,7 +39,22 @@ public final class SQLiteRelayStore: RelayStore {
 
     private let holder: Holder
     private let queue = DispatchQueue(label: "e2ee-relay.sqlite")
-    private let pendingEnqueues = PThreadMutex<[PendingEnqueue]>([])
+    /// A delivery worker's outcomes waiting for the next group commit.
+    private struct PendingCompletions: Sendable {
+        var completions: [Completion]
+        var owner: String
+        var nowMs: Int64
+        var continuation: CheckedContinuation<Result<[CompletionResult], RelayError>, Never>
+    }
+
+    /// The writes waiting for the next group commit.
+    private struct PendingWrites: Sendable {
+        var enqueues: [PendingEnqueue] = []
+        var completions: [PendingCompletions] = []
+        var isEmpty: Bool { enqueues.isEmpty && completions.isEmpty }
+    }
+
+    private let pendingWrites = PThreadMutex(PendingWrites())
     /// The database file.
     public let path: String
 
@@ -214,8 +231,13 @@ public final class SQLiteRelayStore: RelayStore {
     /// Group transactions of submits committed so far (tests).
     private let groupCommits = PThreadMutex(0)
     var enqueueGroupCommits: Int { self.groupCommits.withLock { $0 } }
+    /// Transactions of waiting writes (submits, outcomes or both) committed so far (tests).
+    private let writeCommits = PThreadMutex(0)
+    var groupWriteCommits: Int { self.writeCommits.withLock { $0 } }
     /// Submits waiting for the next group commit (tests).
-    var waitingEnqueues: Int { self.pendingEnqueues.withLock { $0.count } }
+    var waitingEnqueues: Int { self.pendingWrites.withLock { $0.enqueues.count } }
+    /// Workers' outcome batches waiting for the next group commit (tests).
+    var waitingCompletions: Int { self.pendingWrites.withLock { $0.completions.count } }
     /// SQLite VM steps of the last lease statement (tests: a lease's work must not grow with the waiting retries).
     private let leaseSteps = PThreadMutex(0)
     var lastLeaseVMSteps: Int { self.leaseSteps.withLock { $0 } }
@@ -496,61 +518,123 @@ public final class SQLiteRelayStore: RelayStore {
     public func enqueue(_ submit: NewSubmit, nowMs: Int64) async throws(RelayError) -> EnqueueOutcome {
         let result = await withCheckedContinuation {
             (continuation: CheckedContinuation<Result<EnqueueOutcome, RelayError>, Never>) in
-            self.pendingEnqueues.withLock {
-                $0.append(PendingEnqueue(submit: submit, nowMs: nowMs, continuation: continuation))
+            self.pendingWrites.withLock {
+                $0.enqueues.append(PendingEnqueue(submit: submit, nowMs: nowMs, continuation: continuation))
             }
-            // One drain per submit: the first that runs takes every submit waiting by then; the rest find none.
-            self.queue.async { self.commitPendingEnqueues() }
+            // One drain per write: the first that runs takes every write waiting by then; the rest find none.
+            self.queue.async { self.commitPendingWrites() }
         }
         return try result.get()
     }
 
-    /// Enqueues every waiting submit in one transaction (one commit, one sync to disk) and answers each; on
-    /// ``queue`` only.
-    private func commitPendingEnqueues() {
-        let group = self.pendingEnqueues.withLock { pending in
-            defer { pending.removeAll(keepingCapacity: true) }
+    /// Commits every waiting write (submits and outcomes) in one transaction, one sync to disk, and answers each;
+    /// on ``queue`` only. When that shared commit fails, each half is tried again alone (the first failure of a
+    /// half alone is its answer).
+    private func commitPendingWrites() {
+        let group = self.pendingWrites.withLock { pending in
+            defer { pending = PendingWrites() }
             return pending
         }
         guard !group.isEmpty else { return }
-        let results: [Result<EnqueueOutcome, RelayError>]
-        switch self.onQueue({ db throws(RelayError) in try Self.enqueueGroup(db, group) }) {
+        let shared = self.onQueue { db throws(RelayError) in
+            try db.transaction { () throws(RelayError) in
+                (try Self.enqueueEach(db, group.enqueues), try Self.completeEach(db, group.completions))
+            }
+        }
+        switch shared {
+        case .success(let (enqueued, completed)):
+            #if DEBUG
+            self.writeCommits.withLock { $0 += 1 }
+            #endif
+            self.answer(group.enqueues, .success(enqueued))
+            self.answer(group.completions, .success(completed))
+        case .failure(let error) where group.enqueues.isEmpty || group.completions.isEmpty:
+            self.answer(group.enqueues, .failure(error))
+            self.answer(group.completions, .failure(error))
+        case .failure:
+            let enqueued = self.onQueue { db throws(RelayError) in
+                try db.transaction { () throws(RelayError) in try Self.enqueueEach(db, group.enqueues) }
+            }
+            let completed = self.onQueue { db throws(RelayError) in
+                try db.transaction { () throws(RelayError) in try Self.completeEach(db, group.completions) }
+            }
+            #if DEBUG
+            self.writeCommits.withLock {
+                $0 += ((try? enqueued.get()) == nil ? 0 : 1) + ((try? completed.get()) == nil ? 0 : 1)
+            }
+            #endif
+            self.answer(group.enqueues, enqueued)
+            self.answer(group.completions, completed)
+        }
+    }
+
+    /// Answers the submits of a group: each its own result once the group committed, all the group's error else.
+    private func answer(
+        _ enqueues: [PendingEnqueue],
+        _ result: Result<[Result<EnqueueOutcome, RelayError>], RelayError>
+    ) {
+        guard !enqueues.isEmpty else { return }
+        switch result {
         case .success(let each):
-            results = each
             #if DEBUG
             self.groupCommits.withLock { $0 += 1 }
             #endif
-        case .failure(let error): results = group.map { _ in .failure(error) }
+            for (pending, result) in zip(enqueues, each) { pending.continuation.resume(returning: result) }
+        case .failure(let error):
+            for pending in enqueues { pending.continuation.resume(returning: .failure(error)) }
         }
-        for (pending, result) in zip(group, results) { pending.continuation.resume(returning: result) }
     }
 
-    /// One transaction for the group, a savepoint per submit. Throws (rolling everything back) on a storage error.
-    private static func enqueueGroup(
+    /// Answers the workers' outcomes of a group, each worker its own results or the group's error.
+    private func answer(_ completions: [PendingCompletions], _ result: Result<[[CompletionResult]], RelayError>) {
+        for (index, pending) in completions.enumerated() {
+            pending.continuation.resume(returning: result.map { $0[index] })
+        }
+    }
+
+    /// The submits of a group, each in a savepoint of the open transaction. Throws (failing the transaction) on a
+    /// storage error.
+    private static func enqueueEach(
         _ db: SQLiteConnection,
         _ group: [PendingEnqueue]
     ) throws(RelayError) -> [Result<EnqueueOutcome, RelayError>] {
-        try db.transaction { () throws(RelayError) -> [Result<EnqueueOutcome, RelayError>] in
-            var results: [Result<EnqueueOutcome, RelayError>] = []
-            results.reserveCapacity(group.count)
-            for pending in group {
-                do throws(RelayError) {
-                    results.append(
-                        .success(
-                            try db.savepoint { () throws(RelayError) in
-                                try Self.enqueueOne(db, pending.submit, nowMs: pending.nowMs)
-                            }
-                        )
+        var results: [Result<EnqueueOutcome, RelayError>] = []
+        results.reserveCapacity(group.count)
+        for pending in group {
+            do throws(RelayError) {
+                results.append(
+                    .success(
+                        try db.savepoint { () throws(RelayError) in
+                            try Self.enqueueOne(db, pending.submit, nowMs: pending.nowMs)
+                        }
                     )
-                } catch {
-                    // Only the queue's own rule refuses one submit alone; any other failure (the disk, SQLite, or
-                    // SQLite ending the transaction) fails the whole group.
-                    guard db.isInTransaction, error.code == .idempotencyKeyReused else { throw error }
-                    results.append(.failure(error))
-                }
+                )
+            } catch {
+                // Only the queue's own rule refuses one submit alone; any other failure (the disk, SQLite, or
+                // SQLite ending the transaction) fails the whole group.
+                guard db.isInTransaction, error.code == .idempotencyKeyReused else { throw error }
+                results.append(.failure(error))
             }
-            return results
         }
+        return results
+    }
+
+    /// The outcomes of a group, in the open transaction. Throws (failing the transaction) on a storage error.
+    private static func completeEach(
+        _ db: SQLiteConnection,
+        _ group: [PendingCompletions]
+    ) throws(RelayError) -> [[CompletionResult]] {
+        var results: [[CompletionResult]] = []
+        results.reserveCapacity(group.count)
+        for pending in group {
+            var each: [CompletionResult] = []
+            each.reserveCapacity(pending.completions.count)
+            for completion in pending.completions {
+                each.append(try Self.completeOne(db, completion, owner: pending.owner, pending.nowMs))
+            }
+            results.append(each)
+        }
+        return results
     }
 
     private static func enqueueOne(
@@ -687,15 +771,17 @@ public final class SQLiteRelayStore: RelayStore {
     ) async throws(RelayError)
         -> [CompletionResult]
     {
-        try await self.withConnection { db throws(RelayError) in
-            try db.transaction { () throws(RelayError) -> [CompletionResult] in
-                var results: [CompletionResult] = []
-                for completion in completions {
-                    results.append(try Self.completeOne(db, completion, owner: owner, nowMs))
-                }
-                return results
+        // The outcomes join the next group commit, with the submits waiting by then (one sync to disk for all).
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<[CompletionResult], RelayError>, Never>) in
+            self.pendingWrites.withLock {
+                $0.completions.append(
+                    PendingCompletions(completions: completions, owner: owner, nowMs: nowMs, continuation: continuation)
+                )
             }
+            self.queue.async { self.commitPendingWrites() }
         }
+        return try result.get()
     }
 
     private static func completeOne(
