@@ -108,6 +108,28 @@ struct RelayWireEncodingTests {
         return responses
     }
 
+    /// What both one-pass readers must do with `expected` (whose one device id is "a"): read it back as `written`,
+    /// leave each of `otherLayouts` (valid JSON of the same value) to JSONDecoder, which must read `expected` from
+    /// it, and refuse every cut of `written` and `written` with the device id's byte made invalid UTF-8.
+    static func checkOnePassReader<T: Codable & Equatable>(
+        _ read: ([UInt8]) -> T?,
+        written: [UInt8],
+        expected: T,
+        otherLayouts: [String]
+    ) throws {
+        for text in otherLayouts {
+            #expect(read(Array(text.utf8)) == nil, "\(text)")
+            #expect(try JSONDecoder().decode(T.self, from: Data(text.utf8)) == expected)
+        }
+        #expect(read(written) == expected)
+        for length in 0..<written.count {
+            #expect(read(Array(written[..<length])) == nil, "cut at \(length)")
+        }
+        var invalid = written
+        invalid[invalid.lastIndex(of: UInt8(ascii: "a"))!] = 0xff
+        #expect(read(invalid) == nil)
+    }
+
     @Test("a submit's answer is byte for byte JSONEncoder's, and reads back as it was written")
     func submitAnswer() throws {
         let encoder = JSONEncoder()
@@ -146,18 +168,12 @@ struct RelayWireEncodingTests {
             #"{"duplicate":true,"pushes":[{"device_id":"\u0061","push_id":"b"}]}"#,
             "{\"duplicate\":true,\"pushes\":[{\"device_id\":\"a\",\"push_id\":\"b\"}]}\n",
         ]
-        for text in valid {
-            #expect(RelayJSON.decodeSubmitResponse(Array(text.utf8)) == nil, "\(text)")
-            #expect(try JSONDecoder().decode(RelayAPI.SubmitResponse.self, from: Data(text.utf8)) == expected)
-        }
-        let written = RelayJSON.encode(expected)
-        #expect(RelayJSON.decodeSubmitResponse(written) == expected)
-        for length in 0..<written.count {
-            #expect(RelayJSON.decodeSubmitResponse(Array(written[..<length])) == nil, "cut at \(length)")
-        }
-        var invalid = written
-        invalid[invalid.firstIndex(of: UInt8(ascii: "a"))!] = 0xff
-        #expect(RelayJSON.decodeSubmitResponse(invalid) == nil)
+        try Self.checkOnePassReader(
+            RelayJSON.decodeSubmitResponse,
+            written: RelayJSON.encode(expected),
+            expected: expected,
+            otherLayouts: valid
+        )
         #expect(RelayJSON.decodeSubmitResponse(Array(#"{"duplicate":TRUE,"pushes":[]}"#.utf8)) == nil)
         #expect(RelayJSON.decodeSubmitResponse(Array(#"{"duplicate":false,"pushes":[]}"#.utf8))?.pushes == [])
     }
@@ -191,18 +207,12 @@ struct RelayWireEncodingTests {
             #"{"pushes":[{"device_id":"\u0061","envelope":"b"}]}"#,
             "{\"pushes\":[{\"device_id\":\"a\",\"envelope\":\"b\"}]}\n",
         ]
-        for text in valid {
-            #expect(RelayJSON.decodeSubmitRequest(Array(text.utf8)) == nil, "\(text)")
-            #expect(try JSONDecoder().decode(RelayAPI.SubmitRequest.self, from: Data(text.utf8)) == expected)
-        }
-        let written = RelayJSON.encode(expected)
-        #expect(RelayJSON.decodeSubmitRequest(written) == expected)
-        for length in 0..<written.count {
-            #expect(RelayJSON.decodeSubmitRequest(Array(written[..<length])) == nil, "cut at \(length)")
-        }
-        var invalid = written
-        invalid[invalid.lastIndex(of: UInt8(ascii: "a"))!] = 0xff
-        #expect(RelayJSON.decodeSubmitRequest(invalid) == nil)
+        try Self.checkOnePassReader(
+            RelayJSON.decodeSubmitRequest,
+            written: RelayJSON.encode(expected),
+            expected: expected,
+            otherLayouts: valid
+        )
         #expect(RelayJSON.decodeSubmitRequest(Array(#"{"pushes":[{"device_id":1,"envelope":"b"}]}"#.utf8)) == nil)
     }
 
