@@ -294,6 +294,16 @@ struct DeliveryHandoffTests {
         }
     }
 
+    @Test("a lease ends its whole milliseconds after it is taken, sub-second part included")
+    func leaseMilliseconds() {
+        #expect(Duration.seconds(60).wholeMilliseconds == 60_000)
+        #expect(Duration.milliseconds(1500).wholeMilliseconds == 1500)
+        #expect(Duration.microseconds(2999).wholeMilliseconds == 2)
+        #expect(Duration.nanoseconds(999_999).wholeMilliseconds == 0)
+        let handoff = DeliveryHandoff(owner: Self.owner, lease: .milliseconds(1500), capacity: 4, doorbell: Doorbell())
+        #expect(handoff.reserve(1, nowMs: 10)?.lease == SubmitLease(owner: Self.owner, expiresAtMs: 1510))
+    }
+
     @Test("the doorbell: wakeOne wakes one waiter without hinting the store; ring hints the store once")
     func doorbellWakeOne() async throws {
         let bell = Doorbell()

@@ -72,9 +72,8 @@ public final class DeliveryHandoff: Sendable {
             return true
         }
         guard granted else { return nil }
-        let leaseMs = self.lease.components.seconds * 1000 + self.lease.components.attoseconds / 1_000_000_000_000_000
         return Reservation(
-            lease: SubmitLease(owner: self.owner, expiresAtMs: nowMs + leaseMs),
+            lease: SubmitLease(owner: self.owner, expiresAtMs: nowMs + self.lease.wholeMilliseconds),
             count: count,
             leaseEnds: leaseEnds
         )
@@ -118,5 +117,13 @@ public final class DeliveryHandoff: Sendable {
     /// No more reservations: the workers are stopping.
     func close() {
         self.state.withLock { $0.open = false }
+    }
+}
+
+extension Duration {
+    /// The duration in whole milliseconds (rounded down): the store's clock. The handoff's leases and the workers'
+    /// store leases both end `lease.wholeMilliseconds` after they are taken.
+    var wholeMilliseconds: Int64 {
+        self.components.seconds * 1000 + self.components.attoseconds / 1_000_000_000_000_000
     }
 }

@@ -291,7 +291,7 @@ public final class DeliveryService: Service, Sendable {
                 owner: self.configuration.owner,
                 limit: limit,
                 nowMs: self.clock.nowMs,
-                leaseMs: Int64(self.configuration.lease.components.seconds * 1000)
+                leaseMs: self.configuration.lease.wholeMilliseconds
             )
             if leased.count < limit { self.handoff.storeCaughtUp() }
             return leased
