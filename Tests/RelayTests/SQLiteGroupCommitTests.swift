@@ -215,6 +215,8 @@ struct SQLiteGroupCommitTests {
             #expect(store.groupWriteCommits == commitsBefore + 1)
             #expect(store.enqueueGroupCommits == groupsBefore)
             #expect(try await store.counts() == [.delivered: 2])
+            // Health still says the disk is full: the outcomes' commit did not clear the submits' refusal.
+            await #expect(throws: RelayError(.storageFull, "")) { try await store.ping() }
         }
     }
 }

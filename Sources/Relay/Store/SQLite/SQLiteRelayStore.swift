@@ -528,8 +528,8 @@ public final class SQLiteRelayStore: RelayStore {
     }
 
     /// Commits every waiting write (submits and outcomes) in one transaction, one sync to disk, and answers each;
-    /// on ``queue`` only. When that shared commit fails, each half is tried again alone (the first failure of a
-    /// half alone is its answer).
+    /// on ``queue`` only. When that shared commit fails, each half is tried again alone, the outcomes first (a
+    /// half's failure alone is its answer).
     private func commitPendingWrites() {
         let group = self.pendingWrites.withLock { pending in
             defer { pending = PendingWrites() }
@@ -552,11 +552,13 @@ public final class SQLiteRelayStore: RelayStore {
             self.answer(group.enqueues, .failure(error))
             self.answer(group.completions, .failure(error))
         case .failure:
-            let enqueued = self.onQueue { db throws(RelayError) in
-                try db.transaction { () throws(RelayError) in try Self.enqueueEach(db, group.enqueues) }
-            }
+            // The outcomes first: a failure of the submits is then the last write, and the storage-full it leaves
+            // for health is not cleared by the outcomes' commit while submits are being refused.
             let completed = self.onQueue { db throws(RelayError) in
                 try db.transaction { () throws(RelayError) in try Self.completeEach(db, group.completions) }
+            }
+            let enqueued = self.onQueue { db throws(RelayError) in
+                try db.transaction { () throws(RelayError) in try Self.enqueueEach(db, group.enqueues) }
             }
             #if DEBUG
             self.writeCommits.withLock {
