@@ -1,6 +1,7 @@
 import E2EECore
 import Foundation
 public import RelayClient
+import SystemPackage
 
 /// Reads delivery tokens: secret files of 64 hex digits (one trailing newline allowed), private to their owner.
 public enum DeliveryTokenFile: Sendable {
@@ -60,5 +61,63 @@ public enum DeliveryTokenFile: Sendable {
             throw SenderError(.cannotCreate, "cannot write the delivery token file \(path): \(error.message)")
         }
         return token
+    }
+
+    /// The delivery tokens a run has read, by file: a file is read again only when it changed, so a batch does not
+    /// open a secret file for every message, and a token rotated during a long batch is still used from its next
+    /// message on.
+    ///
+    /// A file counts as unchanged when `stat` gives the same device, inode, size, mode, and modification and
+    /// status-change times as before the last read. A rename over it (as `relay tokens` and every secret file
+    /// write here do), an edit in place, or a `chmod` changes one of them. A file whose times are less than
+    /// `settle` old is read every time: a write in the same tick of the file system's clock could leave its times
+    /// as they were.
+    public struct Cache: Sendable {
+        private struct FileVersion: Sendable, Equatable {
+            var device: UInt64
+            var inode: UInt64
+            var size: Int64
+            var mode: UInt32
+            var modified: Duration
+            var changed: Duration
+
+            /// The file at `path` as `stat` sees it (following symbolic links, as the read does); nil when it
+            /// cannot be seen.
+            init?(path: String) {
+                guard let info = try? Stat(FilePath(path)) else { return nil }
+                self.device = UInt64(info.deviceID.rawValue)
+                self.inode = UInt64(info.inode.rawValue)
+                self.size = info.size
+                self.mode = UInt32(info.mode.rawValue)
+                self.modified = .seconds(info.st_mtim.tv_sec) + .nanoseconds(info.st_mtim.tv_nsec)
+                self.changed = .seconds(info.st_ctim.tv_sec) + .nanoseconds(info.st_ctim.tv_nsec)
+            }
+        }
+
+        private var entries: [String: (version: FileVersion, token: DeliveryToken)] = [:]
+        private let settle: Duration
+        /// How many times a file was read (tests).
+        package private(set) var reads = 0
+
+        /// - Parameter settle: how old a file's times must be for its token to be kept (default 2 s).
+        public init(settle: Duration = .seconds(2)) {
+            self.settle = settle
+        }
+
+        /// `userID`'s token from `path`: the one read before when the file did not change since, else read now
+        /// with ``DeliveryTokenFile/read(path:userID:)``'s checks and refusals.
+        public mutating func token(path: String, userID: String) throws(SenderError) -> DeliveryToken {
+            let version = FileVersion(path: path)
+            if let version, let entry = self.entries[path], entry.version == version { return entry.token }
+            self.entries[path] = nil
+            self.reads += 1
+            let token = try DeliveryTokenFile.read(path: path, userID: userID)
+            // The version seen before the read: a change after it shows as a new version at the next message.
+            let now = Duration.seconds(Date().timeIntervalSince1970)
+            if let version, now - max(version.modified, version.changed) >= self.settle {
+                self.entries[path] = (version, token)
+            }
+            return token
+        }
     }
 }

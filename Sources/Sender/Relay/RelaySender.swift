@@ -15,6 +15,8 @@ public struct RelaySender: Sendable {
     public let ownTokenFile: String?
     /// Each fetched user's push states (device id → state), from the fetch that was pinned.
     private var states: [String: [String: RelayAPI.PushState]] = [:]
+    /// The delivery tokens read so far, read again when their file changes.
+    private var tokens = DeliveryTokenFile.Cache()
 
     /// - Parameters:
     ///   - client: the relay.
@@ -116,7 +118,7 @@ public struct RelaySender: Sendable {
             contacts: self.contacts,
             own: self.ownTokenFile.map { (self.builder.identity.userID, $0) }
         )
-        let token = try DeliveryTokenFile.read(path: tokenPath, userID: list.userID)
+        let token = try self.tokens.token(path: tokenPath, userID: list.userID)
         return .submit(
             Submission(
                 builder: self.builder,
