@@ -439,6 +439,16 @@ struct RelayBench {
             tokens: [token],
             signingKey: identity.signingKey
         )
+        // The token file `batch --relay` reads, written now as a sender's is long before it sends (a file younger
+        // than 2 s is read again at every message: e2ee-send cannot tell its times from a write in the same tick).
+        let tokenFile = keys + "/\(bob).delivery-token"
+        guard
+            FileManager.default.createFile(
+                atPath: tokenFile,
+                contents: Data((token.hex + "\n").utf8),
+                attributes: [.posixPermissions: 0o600]
+            )
+        else { Options.fail("cannot write \(tokenFile)") }
 
         // Submit N pushes, C in flight, round-robin over the instances.
         let relayCPUBefore = relays.map { cpuSeconds($0.processIdentifier) }
@@ -496,14 +506,6 @@ struct RelayBench {
         // A sender from outside: `e2ee-send batch --relay` on the N request lines (it seals, fetches bob's list
         // once, keeps its window of submits in flight on instance 0), timed from exec to exit, with every result
         // line checked; next to `batch --deliver` on the same lines below.
-        let tokenFile = keys + "/\(bob).delivery-token"
-        guard
-            FileManager.default.createFile(
-                atPath: tokenFile,
-                contents: Data((token.hex + "\n").utf8),
-                attributes: [.posixPermissions: 0o600]
-            )
-        else { Options.fail("cannot write \(tokenFile)") }
         // The CPU of each process of this phase, for the bound on 2 cores printed below.
         let relaysBeforeBatch = relays.map { cpuSeconds($0.processIdentifier) }.reduce(0, +)
         let gatewayBeforeBatch = cpuSeconds(gateway.processIdentifier)
