@@ -72,7 +72,7 @@ public enum DeliveryTokenFile: Sendable {
     /// write here do), an edit in place, or a `chmod` changes one of them. A file whose times are less than
     /// `settle` old is read every time: a write in the same tick of the file system's clock could leave its times
     /// as they were.
-    public struct Cache: Sendable {
+    struct Cache: Sendable {
         private struct FileVersion: Sendable, Equatable {
             var device: UInt64
             var inode: UInt64
@@ -97,16 +97,16 @@ public enum DeliveryTokenFile: Sendable {
         private var entries: [String: (version: FileVersion, token: DeliveryToken)] = [:]
         private let settle: Duration
         /// How many times a file was read (tests).
-        package private(set) var reads = 0
+        private(set) var reads = 0
 
         /// - Parameter settle: how old a file's times must be for its token to be kept (default 2 s).
-        public init(settle: Duration = .seconds(2)) {
+        init(settle: Duration = .seconds(2)) {
             self.settle = settle
         }
 
         /// `userID`'s token from `path`: the one read before when the file did not change since, else read now
         /// with ``DeliveryTokenFile/read(path:userID:)``'s checks and refusals.
-        public mutating func token(path: String, userID: String) throws(SenderError) -> DeliveryToken {
+        mutating func token(path: String, userID: String) throws(SenderError) -> DeliveryToken {
             let version = FileVersion(path: path)
             if let version, let entry = self.entries[path], entry.version == version { return entry.token }
             self.entries[path] = nil
