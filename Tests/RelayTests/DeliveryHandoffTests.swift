@@ -1,5 +1,6 @@
 import E2EECore
 import Foundation
+import Locking
 import Logging
 import RelayClient
 import Testing
@@ -23,11 +24,13 @@ struct DeliveryHandoffTests {
         owner: String = Self.owner,
         workers: Int = 1,
         batchSize: Int = 64,
+        handoffGrace: Duration = .seconds(3600),
         deliverer: RecordingDeliverer
     ) throws -> (delivery: DeliveryService, service: RelayService) {
         var configuration = DeliveryService.Configuration(owner: owner)
         configuration.workers = workers
         configuration.batchSize = batchSize
+        configuration.handoffGrace = handoffGrace
         configuration.pollInterval = .seconds(3600)
         let delivery = DeliveryService(
             store: fixture.store,
@@ -272,7 +275,17 @@ struct DeliveryHandoffTests {
             )
             submit.lease = reservation.lease
             _ = try await fixture.store.enqueue(submit, nowMs: fixture.clock.nowMs)
+            let ended = PThreadMutex(false)
+            let watcher = Task {
+                _ = try? await running.value
+                ended.withLock { $0 = true }
+            }
             delivery.stop()
+            // The workers leave at once (nothing in flight); the stopping service waits for the reservation rather
+            // than end with the push left leased. The pause gives a service that did not wait the time to end.
+            try await waitUntil(tries: 600, every: .milliseconds(10)) { delivery.doorbell.waiting == 0 }
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(!ended.withLock { $0 })
             delivery.handoff.hand(
                 [
                     LeasedPush(
@@ -288,9 +301,46 @@ struct DeliveryHandoffTests {
                 under: reservation
             )
             try await running.value
+            await watcher.value
             #expect(deliverer.deliveries.map(\.pushID) == first + ["late-1"])
             #expect(try await fixture.store.push("late-1")?.state == .delivered)
-            #expect(delivery.handoff.waiting == 0)
+            #expect(delivery.handoff.pending == (reserved: 0, waiting: 0))
+        }
+    }
+
+    @Test("on stop, a submit still committing after the grace leaves its pushes leased in the store, not lost")
+    func stoppingGraceEnds() async throws {
+        try await ServiceFixture.with { fixture in
+            let deliverer = Self.accepting()
+            let (delivery, _) = try Self.wired(
+                fixture,
+                workers: 2,
+                handoffGrace: .milliseconds(100),
+                deliverer: deliverer
+            )
+            _ = try await Self.bobAndBody(fixture, token: DeliveryToken())
+            let running = Task { try await delivery.run() }
+            try await waitUntil(tries: 600, every: .milliseconds(10)) { delivery.doorbell.waiting == 2 }
+            let reservation = try #require(delivery.handoff.reserve(1, nowMs: fixture.clock.nowMs))
+            var submit = NewSubmit(
+                userID: "bob",
+                idempotencyKey: "slow",
+                requestDigest: [9],
+                pushes: [("phone", "slow-1", [7])]
+            )
+            submit.lease = reservation.lease
+            _ = try await fixture.store.enqueue(submit, nowMs: fixture.clock.nowMs)
+            delivery.stop()
+            // Never handed: the service ends after its grace, and the push waits in the store for its lease to end.
+            try await running.value
+            #expect(deliverer.deliveries.isEmpty)
+            #expect(try await fixture.store.push("slow-1")?.state == .leased)
+            #expect(delivery.handoff.pending == (reserved: 1, waiting: 0))
+            // Its lease ends: the next lease (a restart, another instance) takes it.
+            fixture.clock.advance(ms: 60_001)
+            let (restarted, _) = try Self.wired(fixture, owner: "relay-b", deliverer: deliverer)
+            #expect(await restarted.runOnce() == 1)
+            #expect(deliverer.deliveries.map(\.pushID) == ["slow-1"])
         }
     }
 

@@ -59,6 +59,10 @@ public final class DeliveryHandoff: Sendable {
     /// Pushes reserved and not yet handed or released (tests).
     var reserved: Int { self.state.withLock { $0.reserved } }
 
+    /// Pushes reserved and pushes waiting, read together: a ``hand(_:under:)`` moves pushes from one to the other at
+    /// once, so no push is in neither.
+    var pending: (reserved: Int, waiting: Int) { self.state.withLock { ($0.reserved, $0.entries.count) } }
+
     /// Room for `count` pushes leased from `nowMs`, or nil (stopping, or full): then the submit queues them.
     public func reserve(_ count: Int, nowMs: Int64) -> Reservation? {
         let leaseEnds = ContinuousClock.now + self.lease

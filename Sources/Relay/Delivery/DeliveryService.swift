@@ -30,6 +30,11 @@ public final class DeliveryService: Service, Sendable {
         public var initialBackoff: Duration = .seconds(1)
         public var maximumBackoff: Duration = .seconds(300)
         public var jitter = 0.2
+        /// At a graceful stop, how long the workers wait for submits that reserved room in the ``handoff`` before the
+        /// stop and have not committed yet, so that they deliver those pushes rather than leave them leased until their
+        /// lease ends. A submit still committing after it leaves its pushes leased in the store: they are delivered
+        /// when the lease ends, as a dead process's are.
+        public var handoffGrace: Duration = .seconds(5)
         public init(owner: String = DeliveryService.defaultOwner()) {
             self.owner = owner
         }
@@ -128,10 +133,30 @@ public final class DeliveryService: Service, Sendable {
         } onGracefulShutdown: {
             self.stop()
         }
-        // Pushes handed over while the workers stopped (a submit that committed as they left): delivered now rather
-        // than left leased until their lease expires.
-        while let batch = await self.leaseAndDeliver(.handedOnly) { await self.record(batch) }
+        await self.deliverHandedAtStop()
         self.logger.info("delivery workers stopped", metadata: ["owner": "\(self.configuration.owner)"])
+    }
+
+    /// Delivers the pushes handed over while the workers stopped: a submit that reserved room before the stop and
+    /// committed as the workers left. They are delivered now rather than left leased until their lease ends. Submits
+    /// still committing under a reservation are waited for, up to ``Configuration/handoffGrace``: no new reservation
+    /// is granted once stopping, so their count only falls.
+    private func deliverHandedAtStop() async {
+        let deadline = ContinuousClock.now + self.configuration.handoffGrace
+        while true {
+            while let batch = await self.leaseAndDeliver(.handedOnly) { await self.record(batch) }
+            let (reserved, waiting) = self.handoff.pending
+            if waiting > 0 { continue }
+            guard reserved > 0 else { return }
+            guard ContinuousClock.now < deadline else {
+                self.logger.warning(
+                    "submits still committing at shutdown: their pushes stay leased and are delivered when the lease ends",
+                    metadata: ["pushes": "\(reserved)", "owner": "\(self.configuration.owner)"]
+                )
+                return
+            }
+            do { try await Task.sleep(for: .milliseconds(5)) } catch { return }
+        }
     }
 
     /// Stops leasing (what SIGTERM does); the batch in flight completes, and idle workers stop at once rather
