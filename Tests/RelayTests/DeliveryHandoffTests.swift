@@ -50,6 +50,25 @@ struct DeliveryHandoffTests {
         return (delivery, service)
     }
 
+    /// Commits one push to bob's phone under a reservation of `delivery`'s handoff, as the submit path does before it
+    /// hands the push over; the reservation.
+    static func commitReserved(
+        _ fixture: ServiceFixture,
+        _ delivery: DeliveryService,
+        pushID: String
+    ) async throws -> DeliveryHandoff.Reservation {
+        let reservation = try #require(delivery.handoff.reserve(1, nowMs: fixture.clock.nowMs))
+        var submit = NewSubmit(
+            userID: "bob",
+            idempotencyKey: "key-\(pushID)",
+            requestDigest: [9],
+            pushes: [("phone", pushID, [7])]
+        )
+        submit.lease = reservation.lease
+        _ = try await fixture.store.enqueue(submit, nowMs: fixture.clock.nowMs)
+        return reservation
+    }
+
     /// Submits `body` to bob with `token` under `key`; the push ids the relay answered.
     static func submit(
         _ service: RelayService,
@@ -266,15 +285,7 @@ struct DeliveryHandoffTests {
             #expect(deliverer.deliveries.map(\.pushID) == first)
             // A submit reserved before the stop and committed after it (the race a graceful stop can meet): its pushes
             // are delivered by the stopping service, not left leased until their lease ends.
-            let reservation = try #require(delivery.handoff.reserve(1, nowMs: fixture.clock.nowMs))
-            var submit = NewSubmit(
-                userID: "bob",
-                idempotencyKey: "late",
-                requestDigest: [9],
-                pushes: [("phone", "late-1", [7])]
-            )
-            submit.lease = reservation.lease
-            _ = try await fixture.store.enqueue(submit, nowMs: fixture.clock.nowMs)
+            let reservation = try await Self.commitReserved(fixture, delivery, pushID: "late-1")
             let ended = PThreadMutex(false)
             let watcher = Task {
                 _ = try? await running.value
@@ -321,15 +332,7 @@ struct DeliveryHandoffTests {
             _ = try await Self.bobAndBody(fixture, token: DeliveryToken())
             let running = Task { try await delivery.run() }
             try await waitUntil(tries: 600, every: .milliseconds(10)) { delivery.doorbell.waiting == 2 }
-            let reservation = try #require(delivery.handoff.reserve(1, nowMs: fixture.clock.nowMs))
-            var submit = NewSubmit(
-                userID: "bob",
-                idempotencyKey: "slow",
-                requestDigest: [9],
-                pushes: [("phone", "slow-1", [7])]
-            )
-            submit.lease = reservation.lease
-            _ = try await fixture.store.enqueue(submit, nowMs: fixture.clock.nowMs)
+            _ = try await Self.commitReserved(fixture, delivery, pushID: "slow-1")
             delivery.stop()
             // Never handed: the service ends after its grace, and the push waits in the store for its lease to end.
             try await running.value
